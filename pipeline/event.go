@@ -1,0 +1,83 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// Result is the outcome of one question through the pipeline.
+type Result struct {
+	tiers.Answer
+	// Degraded is true when the answer did not come from the primary model
+	// tier or the cache.
+	Degraded bool
+	// Attempts lists every tier and model candidate considered, in order,
+	// including skipped ones.
+	Attempts []Attempt
+	Duration time.Duration
+	// Shared is true when this result was produced by an identical
+	// in-flight question of the same tenant (singleflight).
+	Shared bool
+}
+
+// Attempt outcomes besides the failure kinds of tiers.Kind.
+const (
+	OutcomeSuccess         = "success"
+	OutcomeBreakerOpen     = "breaker_open"     // skipped: the breaker is open
+	OutcomeBulkheadFull    = "bulkhead_full"    // skipped: no room past the queue timeout
+	OutcomeCoolingDown     = "cooling_down"     // skipped: the model answered 429 recently
+	OutcomeQuota           = "over_quota"       // skipped: the tenant is over its model quota
+	OutcomeBudgetExhausted = "budget_exhausted" // skipped: no time left in the request's budget
+)
+
+// Attempt is one tier (and model candidate) considered for a question.
+type Attempt struct {
+	Tier     string        `json:"tier"`
+	Model    string        `json:"model,omitempty"`
+	Outcome  string        `json:"outcome"` // OutcomeSuccess, an Outcome… skip reason, or a tiers.Kind
+	Duration time.Duration `json:"-"`
+	Error    string        `json:"error,omitempty"` // a short, secret-free description
+	Usage    tiers.Usage   `json:"-"`              // tokens spent, also on failures (wasted)
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+// The event kinds.
+const (
+	EventAttempt          EventKind = iota + 1 // a tier or candidate attempt finished (Attempt)
+	EventAnswered                              // a question was answered (Result)
+	EventBreaker                               // a breaker changed state (Breaker, From, To)
+	EventRateLimited                           // a question was over a rate limit (Reason: "global" or "tenant")
+	EventBulkheadRejected                      // a bulkhead turned a call away (Tier)
+	EventCache                                 // a cache lookup (Tier, Reason: "hit", "miss", "stale")
+)
+
+// Event is one thing that happened in the pipeline, for metrics and logs.
+type Event struct {
+	Kind    EventKind
+	Time    time.Time
+	Tenant  string
+	Tier    string
+	Attempt Attempt // EventAttempt
+	Result  *Result // EventAnswered; must not be modified
+	Breaker string  // EventBreaker: the breaker's name, e.g. "model/qwen3-max"
+	From    breaker.State
+	To      breaker.State
+	Reason  string
+}
+
+// Observer receives the pipeline's events. Observe is called synchronously
+// on the question's goroutine, never with a lock held; it must be quick and
+// safe for concurrent use.
+type Observer interface {
+	Observe(e Event)
+}
+
+// ObserverFunc adapts a function to Observer.
+type ObserverFunc func(e Event)
+
+// Observe calls f(e).
+func (f ObserverFunc) Observe(e Event) { f(e) }

@@ -1,0 +1,37 @@
+package retrieval
+
+import "context"
+
+// Doc is one knowledge-base document, as stored and as returned by a
+// Retriever. Score is set by the retriever that returned it (higher is more
+// relevant) and is zero in a stored document.
+type Doc struct {
+	ID    string   `json:"id"`
+	Title string   `json:"title"`
+	Text  string   `json:"text,omitempty"`
+	URL   string   `json:"url,omitempty"` // where the document lives, if anywhere
+	Tags  []string `json:"tags,omitempty"`
+	Score float64  `json:"score"`
+}
+
+// Retriever returns the k documents most relevant to query, best first.
+// Implementations must be safe for concurrent use. A RAG application plugs
+// its own vector database in by implementing it.
+type Retriever interface {
+	Retrieve(ctx context.Context, query string, k int) ([]Doc, error)
+}
+
+// VectorRetriever is a Retriever that can reuse an embedding of the query
+// computed elsewhere (for example by the semantic cache), so a question is
+// embedded at most once. vec may be nil, in which case it behaves like
+// Retrieve.
+type VectorRetriever interface {
+	Retriever
+	RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error)
+}
+
+// Embedder turns texts into vectors. It is declared here, where the hybrid
+// retriever uses it; cache.Embedder has the same method set.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+}
