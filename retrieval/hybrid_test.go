@@ -1,0 +1,224 @@
+package retrieval_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/ragfuse/ragfuse/retrieval"
+)
+
+// fakeEmbedder maps a text to the vector of the first rule whose substring
+// it contains (case-insensitive), or to [0 0 1].
+type fakeEmbedder struct {
+	rules []rule
+	err   error
+	dim   int // if set, vectors get this many dimensions (for mismatch tests)
+
+	mu    sync.Mutex
+	texts []string // every text embedded, in order
+}
+
+type rule struct {
+	sub string
+	vec []float32
+}
+
+func (f *fakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	f.texts = append(f.texts, texts...)
+	f.mu.Unlock()
+	if f.err != nil {
+		return nil, f.err
+	}
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = []float32{0, 0, 1}
+		for _, r := range f.rules {
+			if strings.Contains(strings.ToLower(t), r.sub) {
+				out[i] = r.vec
+				break
+			}
+		}
+		if f.dim > 0 {
+			out[i] = make([]float32, f.dim)
+			out[i][0] = 1
+		}
+	}
+	return out, nil
+}
+
+func (f *fakeEmbedder) embedded() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.texts)
+}
+
+// hybridDocs: "a" matches "refund" by words but not by meaning, "b" means
+// refund without the word, "c" is unrelated.
+var hybridDocs = []retrieval.Doc{
+	{ID: "a", Title: "Refund policy", Text: "Refund policy details for orders."},
+	{ID: "b", Title: "Getting your money back", Text: "How to get reimbursed."},
+	{ID: "c", Title: "Shipping", Text: "Parcels ship daily."},
+}
+
+func newHybridEmbedder() *fakeEmbedder {
+	return &fakeEmbedder{rules: []rule{
+		{"reimburs", []float32{1, 0, 0}},
+		{"details", []float32{0, 1, 0}},
+		{"refund", []float32{1, 0, 0}},
+	}}
+}
+
+func TestHybridBlendChangesRanking(t *testing.T) {
+	kb, err := retrieval.New(hybridDocs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	lex, _ := kb.Retrieve(ctx, "refund", 3)
+	if got := ids(lex); !slices.Equal(got, []string{"a"}) {
+		t.Fatalf("lexical = %v, want [a]", got)
+	}
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.7})
+	docs, err := h.Retrieve(ctx, "refund", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ids(docs); len(got) < 2 || got[0] != "b" || got[1] != "a" {
+		t.Fatalf("hybrid = %v, want b (meaning) before a (words)", got)
+	}
+	if b, a := docs[0].Score, docs[1].Score; b < 0.69 || b > 0.71 || a < 0.29 || a > 0.31 {
+		t.Errorf("scores b=%v a=%v, want 0.7 and 0.3", b, a)
+	}
+
+	h = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.2})
+	docs, _ = h.Retrieve(ctx, "refund", 3)
+	if got := ids(docs); len(got) < 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("hybrid with weight 0.2 = %v, want a before b", got)
+	}
+}
+
+func TestHybridOverPlainRetrieverBlendsCandidatesOnly(t *testing.T) {
+	ix := retrieval.NewIndex(hybridDocs) // not a corpus: b is never a candidate
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: ix, Embedder: newHybridEmbedder(), Weight: 0.7})
+	docs, err := h.Retrieve(context.Background(), "refund", 3)
+	if err != nil || !slices.Equal(ids(docs), []string{"a"}) {
+		t.Errorf("hybrid over Index = %v, %v; want [a]", ids(docs), err)
+	}
+}
+
+func TestHybridFallsBackToLexical(t *testing.T) {
+	kb, _ := retrieval.New(hybridDocs)
+	ctx := context.Background()
+	want, _ := kb.Retrieve(ctx, "refund policy", 3)
+	boom := errors.New("embedding service down")
+	tests := []struct {
+		name string
+		emb  *fakeEmbedder
+		vec  []float32
+	}{
+		{"question embedding fails", &fakeEmbedder{err: boom}, nil},
+		{"document embedding fails", &fakeEmbedder{err: boom}, []float32{1, 0, 0}},
+		{"dimensions differ", &fakeEmbedder{dim: 8}, []float32{1, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var fallbacks []error
+			h := retrieval.NewHybrid(retrieval.HybridConfig{
+				Lexical: kb, Embedder: tt.emb,
+				OnFallback: func(err error) { fallbacks = append(fallbacks, err) },
+			})
+			docs, err := h.RetrieveVector(ctx, "refund policy", tt.vec, 3)
+			if err != nil {
+				t.Fatalf("err = %v, want lexical results", err)
+			}
+			if !slices.Equal(ids(docs), ids(want)) || docs[0].Score != want[0].Score {
+				t.Errorf("got %v, want the lexical %v", docs, want)
+			}
+			if len(fallbacks) != 1 {
+				t.Errorf("OnFallback called %d times, want 1", len(fallbacks))
+			}
+		})
+	}
+	t.Run("no embedder", func(t *testing.T) {
+		h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb})
+		docs, err := h.Retrieve(ctx, "refund policy", 3)
+		if err != nil || !slices.Equal(ids(docs), ids(want)) {
+			t.Errorf("got %v, %v; want %v", ids(docs), err, ids(want))
+		}
+	})
+}
+
+func TestHybridEmbedsDocumentsOncePerVersion(t *testing.T) {
+	kb, _ := retrieval.New(hybridDocs)
+	emb := newHybridEmbedder()
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	ctx := context.Background()
+	for range 3 {
+		if _, err := h.RetrieveVector(ctx, "refund", []float32{1, 0, 0}, 2); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(emb.embedded()); n != len(hybridDocs) {
+		t.Fatalf("embedded %d texts for 3 questions with a given vector, want %d (documents once)", n, len(hybridDocs))
+	}
+	if err := kb.Reload(); err != nil { // same documents, new version
+		t.Fatal(err)
+	}
+	if _, err := h.Retrieve(ctx, "refund", 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := emb.embedded()[len(hybridDocs):]; !slices.Equal(got, []string{"refund"}) {
+		t.Errorf("after a reload of unchanged documents embedded %q, want only the question", got)
+	}
+}
+
+func TestHybridCancelled(t *testing.T) {
+	kb, _ := retrieval.New(hybridDocs)
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder()})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := h.Retrieve(ctx, "refund", 3); !errors.Is(err, context.Canceled) {
+		t.Errorf("err = %v, want context.Canceled", err)
+	}
+	docs, err := h.Retrieve(context.Background(), "refund", 0)
+	if err != nil || len(docs) != 0 {
+		t.Errorf("k=0: %v, %v; want nothing", ids(docs), err)
+	}
+}
+
+func TestHybridConcurrentWithReload(t *testing.T) {
+	kb := openTestKB(t)
+	emb := &fakeEmbedder{rules: []rule{{"退", []float32{1, 0, 0}}, {"return", []float32{0, 1, 0}}}}
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for i := range 4 {
+		wg.Go(func() {
+			q := []string{"怎么退货", "how do I return an item"}[i%2]
+			for range 50 {
+				docs, err := h.Retrieve(context.Background(), q, 3)
+				if err != nil || len(docs) != 3 {
+					errs.Add(1)
+				}
+			}
+		})
+	}
+	for range 5 {
+		if err := kb.Reload(); err != nil {
+			t.Error(err)
+		}
+	}
+	wg.Wait()
+	if errs.Load() != 0 {
+		t.Errorf("%d failed questions", errs.Load())
+	}
+}

@@ -1,0 +1,217 @@
+package retrieval
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// tokens splits text into index terms:
+//
+//   - Han, kana and Hangul runs give every character (unigram) and every
+//     pair of adjacent characters (bigram), so Chinese needs no segmenter;
+//     unigrams that carry no meaning on their own (的, 吗, 我…) are dropped.
+//   - Runs of other letters and digits give lowercase words; English stop
+//     words and single letters are dropped and the rest lightly stemmed.
+//   - Everything else (spaces, punctuation, symbols) separates terms.
+//
+// Full-width ASCII (Ａ, １) is folded to ASCII first. The same function
+// serves documents and queries, so a stem need only be consistent, not a
+// real word.
+func tokens(text string) []string {
+	var out []string
+	eachToken(text, func(t string) { out = append(out, t) })
+	return out
+}
+
+// eachToken calls emit with each term of text, in order (see tokens). CJK
+// terms are substrings of text, so indexing them allocates nothing; emit
+// must copy a term it keeps past the call if it cares.
+func eachToken(text string, emit func(string)) {
+	var (
+		wordStart = -1    // byte offset of the current letter/digit run
+		wordFold  = false // the run needs lowercasing or full-width folding
+		hanOff    []int   // byte offsets of the current CJK run's runes, plus its end
+	)
+	flushWord := func(end int) {
+		if wordStart < 0 {
+			return
+		}
+		w := text[wordStart:end]
+		wordStart = -1
+		if wordFold {
+			w = foldWord(w)
+		}
+		if i := strings.IndexAny(w, "'’"); i >= 0 { // don't -> don, shop's -> shop
+			w = w[:i]
+		}
+		if t := englishTerm(w); t != "" {
+			emit(t)
+		}
+	}
+	flushHan := func(end int) {
+		if len(hanOff) == 0 {
+			return
+		}
+		hanOff = append(hanOff, end)
+		for i := 0; i+1 < len(hanOff); i++ {
+			if r, _ := utf8.DecodeRuneInString(text[hanOff[i]:]); !hanStop[r] {
+				emit(text[hanOff[i]:hanOff[i+1]])
+			}
+			if i+2 < len(hanOff) {
+				emit(text[hanOff[i]:hanOff[i+2]])
+			}
+		}
+		hanOff = hanOff[:0]
+	}
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
+		if full {
+			r -= 0xFEE0
+		}
+		switch {
+		case isCJK(r):
+			flushWord(i)
+			hanOff = append(hanOff, i)
+		case unicode.IsLetter(r) || unicode.IsDigit(r):
+			flushHan(i)
+			if wordStart < 0 {
+				wordStart, wordFold = i, false
+			}
+			if full || r >= utf8.RuneSelf || ('A' <= r && r <= 'Z') {
+				wordFold = true
+			}
+		case (r == '\'' || r == '’') && wordStart >= 0:
+		default:
+			flushWord(i)
+			flushHan(i)
+		}
+		i += n
+	}
+	flushWord(len(text))
+	flushHan(len(text))
+}
+
+// foldWord lowercases w and folds full-width ASCII to ASCII.
+func foldWord(w string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 0xFF01 && r <= 0xFF5E {
+			r -= 0xFEE0
+		}
+		return unicode.ToLower(r)
+	}, w)
+}
+
+func isCJK(r rune) bool {
+	if r < 0x2E80 { // below the CJK radicals: Latin, Greek, Cyrillic, symbols…
+		return false
+	}
+	return unicode.Is(unicode.Han, r) || unicode.Is(unicode.Hiragana, r) ||
+		unicode.Is(unicode.Katakana, r) || unicode.Is(unicode.Hangul, r)
+}
+
+// isUnigram reports whether term is a single CJK character.
+func isUnigram(term string) bool {
+	r, n := utf8.DecodeRuneInString(term)
+	return n == len(term) && isCJK(r)
+}
+
+// englishTerm returns the index term for a lowercase word, or "" if the
+// word is dropped.
+func englishTerm(w string) string {
+	w = strings.TrimRight(w, "'’")
+	if englishStop[w] {
+		return ""
+	}
+	if utf8.RuneCountInString(w) < 2 && !isDigits(w) {
+		return ""
+	}
+	if isDigits(w) || !isASCIILetters(w) {
+		return w
+	}
+	return stem(w)
+}
+
+// stem removes common English inflections: plural -s/-es/-ies, -ing, -ed,
+// a final e, and a doubled final consonant, so that "ship", "ships",
+// "shipped" and "shipping" share the term "ship", and "charge",
+// "charged", "charging" share "charg".
+func stem(w string) string {
+	switch {
+	case len(w) > 4 && strings.HasSuffix(w, "ies"):
+		w = w[:len(w)-3] + "y"
+	case len(w) > 4 && strings.HasSuffix(w, "sses"):
+		w = w[:len(w)-2]
+	case len(w) > 3 && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") ||
+		strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "zes")):
+		w = w[:len(w)-2]
+	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
+		w = w[:len(w)-1]
+	}
+	switch {
+	case len(w) > 5 && strings.HasSuffix(w, "ing"):
+		w = w[:len(w)-3]
+	case len(w) > 4 && strings.HasSuffix(w, "ed"):
+		w = w[:len(w)-2]
+	}
+	if len(w) > 4 && w[len(w)-1] == 'e' {
+		w = w[:len(w)-1]
+	}
+	if n := len(w); n > 3 && w[n-1] == w[n-2] && !isVowel(w[n-1]) {
+		w = w[:n-1]
+	}
+	return w
+}
+
+func isVowel(c byte) bool { return strings.IndexByte("aeiouy", c) >= 0 }
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func isASCIILetters(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < 'a' || s[i] > 'z' {
+			return false
+		}
+	}
+	return true
+}
+
+var englishStop = setOf(strings.Fields(`
+a about above after again against all am an and any are aren as at be because
+been before being below between both but by can cannot could couldn did didn do
+does doesn doing don down during each few for from further had hadn has hasn
+have haven having he her here hers herself him himself his how i if in into is
+isn it its itself just let me more most my myself no nor not now of off on once
+only or other ought our ours ourselves out over own please same shan she should
+shouldn so some such than that the their theirs them themselves then there these
+they this those through to too under until up very via was wasn we were weren
+what when where which while who whom why will with won would wouldn you your
+yours yourself yourselves get got still also ll re ve
+`))
+
+// hanStop holds characters dropped as unigrams (they still form bigrams):
+// particles, pronouns and question words that say nothing about the topic.
+var hanStop = func() map[rune]bool {
+	m := make(map[rune]bool)
+	for _, r := range "的了吗呢吧啊呀么是在我你您他她它们这那和与及或也都就要会能可以把被给让有怎什哪个一之" {
+		m[r] = true
+	}
+	return m
+}()
+
+func setOf(words []string) map[string]bool {
+	m := make(map[string]bool, len(words))
+	for _, w := range words {
+		m[w] = true
+	}
+	return m
+}

@@ -1,0 +1,74 @@
+package retrieval
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestTokensChinese(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"unigrams and bigrams", "开发票", []string{"开", "开发", "发", "发票", "票"}},
+		{"stop characters only as unigrams", "的发票", []string{"的发", "发", "发票", "票"}},
+		{"digits split from Han", "7天退货", []string{"7", "天", "天退", "退", "退货", "货"}},
+		{"punctuation separates runs", "退货，退款", []string{"退", "退货", "货", "退", "退款", "款"}},
+		{"full-width digits fold", "３０天", []string{"30", "天"}},
+		{"mixed with English", "Plus会员", []string{"plus", "会员", "员"}},
+		{"single character", "票", []string{"票"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tokens(tt.in); !slices.Equal(got, tt.want) {
+				t.Errorf("tokens(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokensEnglish(t *testing.T) {
+	tests := []struct {
+		name, in string
+		want     []string
+	}{
+		{"lowercase and stop words", "How do I Return an Item?", []string{"return", "item"}},
+		{"plurals", "refunds boxes policies", []string{"refund", "box", "policy"}},
+		{"ing and ed share a stem", "shipping shipped ships", []string{"ship", "ship", "ship"}},
+		{"final e", "charge charged charging", []string{"charg", "charg", "charg"}},
+		{"contractions", "don't can't shop's", []string{"shop"}},
+		{"numbers kept", "within 30 days", []string{"within", "30", "day"}},
+		{"hyphen and symbols separate", "400-820-1688 e-mail", []string{"400", "820", "1688", "mail"}},
+		{"single letters dropped", "a b c 7", []string{"7"}},
+		{"ss kept", "address addresses", []string{"addres", "addres"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tokens(tt.in); !slices.Equal(got, tt.want) {
+				t.Errorf("tokens(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTokensBadInput(t *testing.T) {
+	for _, in := range []string{"", "   \n\t", "?!。，", "\xff\xfe\xfd", string([]byte{0xe5, 0x8f})} {
+		if got := tokens(in); len(got) != 0 {
+			t.Errorf("tokens(%q) = %q, want none", in, got)
+		}
+	}
+}
+
+func TestSynonymsExpandQuery(t *testing.T) {
+	terms, weights := queryTerms("my laptop is broken")
+	want := map[string]float64{"laptop": 1, "broken": 1, "computer": synonymWeight, "faulty": synonymWeight}
+	for i, term := range terms {
+		if w, ok := want[term]; ok && w != weights[i] {
+			t.Errorf("weight of %q = %v, want %v", term, weights[i], w)
+		}
+		delete(want, term)
+	}
+	if len(want) != 0 {
+		t.Errorf("query terms %q lack %v", terms, want)
+	}
+}
