@@ -85,7 +85,8 @@ type TierConfig struct {
 	Name    string        `yaml:"name"`
 	Kind    string        `yaml:"kind"`    // semantic_cache, stale_cache, llm, retrieval, static
 	Source  string        `yaml:"source"`  // llm only: primary or fallback; default primary for the first llm tier
-	Timeout time.Duration `yaml:"timeout"` // default per kind
+	Timeout time.Duration `yaml:"timeout"` // default per kind: semantic_cache/stale_cache 300ms, llm 10s, retrieval 1s, static 100ms
+	Reserve time.Duration `yaml:"reserve"` // time the earlier tiers leave for this one; default: see Stage.Reserve
 
 	Breaker  *BreakerConfig  `yaml:"breaker"`
 	Bulkhead *BulkheadConfig `yaml:"bulkhead"`

@@ -39,7 +39,7 @@ type Attempt struct {
 	Outcome  string        `json:"outcome"` // OutcomeSuccess, an Outcome… skip reason, or a tiers.Kind
 	Duration time.Duration `json:"-"`
 	Error    string        `json:"error,omitempty"` // a short, secret-free description
-	Usage    tiers.Usage   `json:"-"`              // tokens spent, also on failures (wasted)
+	Usage    tiers.Usage   `json:"-"`               // tokens spent, also on failures (wasted)
 }
 
 // EventKind says what an Event reports.

@@ -67,10 +67,11 @@ func (e *Error) Unwrap() error { return e.Err }
 // KindOf returns the Kind of err: the Kind of the first *Error in its chain,
 // KindCanceled or KindTimeout for context errors, KindOther otherwise.
 func KindOf(err error) Kind {
+	if err == nil {
+		return "" // before te is declared: it escapes, and success must not allocate
+	}
 	var te *Error
 	switch {
-	case err == nil:
-		return ""
 	case errors.As(err, &te):
 		return te.Kind
 	case errors.Is(err, context.Canceled):

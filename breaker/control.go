@@ -1,0 +1,196 @@
+package breaker
+
+import "time"
+
+// setLocked replaces the current period p with a new one in state to and
+// queues the change for delivery. b.mu must be held. For OPEN, openUntil is
+// the end of the open time. publish says whether the Store hears of it.
+func (b *Breaker) setLocked(p *period, to State, openUntil time.Time, publish bool) *period {
+	n := &period{state: to, gen: p.gen + 1}
+	switch to {
+	case StateClosed:
+		n.w = newWindow(&b.cfg)
+		b.openFor = b.cfg.OpenDuration
+	case StateOpen:
+		n.openUntil = openUntil
+		b.trips++
+	}
+	b.cur.Store(n)
+	if p.state != to {
+		b.pending = append(b.pending, event{
+			from:    p.state,
+			to:      to,
+			shared:  Shared{State: to, OpenUntil: openUntil, Origin: b.id},
+			publish: publish && b.store != nil,
+		})
+	}
+	return n
+}
+
+// extendLocked keeps an OPEN period p open until at least until, and
+// reports whether it moved. The generation stays. b.mu must be held.
+func (b *Breaker) extendLocked(p *period, until time.Time, publish bool) bool {
+	if !until.After(p.openUntil) {
+		return false
+	}
+	b.cur.Store(&period{state: StateOpen, gen: p.gen, openUntil: until})
+	if publish && b.store != nil {
+		b.pending = append(b.pending, event{
+			from: StateOpen, to: StateOpen, publish: true,
+			shared: Shared{State: StateOpen, OpenUntil: until, Origin: b.id},
+		})
+	}
+	return true
+}
+
+// tripFrom opens the breaker if CLOSED period p is still current.
+func (b *Breaker) tripFrom(p *period) {
+	now := b.now()
+	b.mu.Lock()
+	if b.cur.Load() != p {
+		b.mu.Unlock()
+		return
+	}
+	b.setLocked(p, StateOpen, now.Add(b.openFor), true)
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// Trip forces the breaker OPEN now, for the current open duration. A breaker
+// already open stays open at least that long from now.
+func (b *Breaker) Trip() {
+	now := b.now()
+	b.mu.Lock()
+	p, _ := b.advanceLocked(now)
+	until := now.Add(b.openFor)
+	if p.state == StateOpen {
+		b.extendLocked(p, until, true)
+	} else {
+		b.setLocked(p, StateOpen, until, true)
+	}
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// Reset forces the breaker CLOSED with an empty window and the base open
+// duration. Outcomes of permits granted before Reset are ignored.
+func (b *Breaker) Reset() {
+	b.mu.Lock()
+	b.setLocked(b.cur.Load(), StateClosed, time.Time{}, true)
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// Apply adopts a state announced by another process; Stores call it when
+// they hear of a remote change. It does not announce the change back to the
+// Store, and it ignores announcements that carry this breaker's own Origin.
+// Shared{State: StateOpen} opens the breaker until OpenUntil (or for the
+// current open duration when OpenUntil is zero; an OpenUntil already past
+// is ignored), StateHalfOpen ends a local open time early, and StateClosed
+// closes the breaker.
+func (b *Breaker) Apply(s Shared) {
+	if s.Origin != 0 && s.Origin == b.id {
+		return
+	}
+	now := b.now()
+	b.mu.Lock()
+	p, _ := b.advanceLocked(now)
+	switch s.State {
+	case StateOpen:
+		until := s.OpenUntil
+		if until.IsZero() {
+			until = now.Add(b.openFor)
+		}
+		if !until.After(now) {
+			break
+		}
+		if p.state == StateOpen {
+			b.extendLocked(p, until, false)
+		} else {
+			b.setLocked(p, StateOpen, until, false)
+		}
+	case StateHalfOpen:
+		if p.state == StateOpen {
+			b.setLocked(p, StateHalfOpen, time.Time{}, false)
+		}
+	case StateClosed:
+		if p.state != StateClosed {
+			b.setLocked(p, StateClosed, time.Time{}, false)
+		}
+	}
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// reportProbe settles half-open probe id of period p.
+func (b *Breaker) reportProbe(p *period, id uint64, o Outcome) {
+	now := b.now()
+	b.mu.Lock()
+	if b.cur.Load() != p {
+		b.mu.Unlock()
+		return // an earlier period's probe
+	}
+	deadline, held := p.removeLocked(id)
+	if !held || !now.Before(deadline) {
+		b.mu.Unlock()
+		return // void: its slot was (or now is) freed, the late report is ignored
+	}
+	switch o {
+	case Success:
+		p.successes++
+		if p.successes >= b.cfg.SuccessThreshold {
+			b.setLocked(p, StateClosed, time.Time{}, true)
+		}
+	case Failure:
+		b.openFor = scale(b.openFor, b.cfg.OpenBackoff, b.cfg.MaxOpenDuration)
+		b.setLocked(p, StateOpen, now.Add(b.openFor), true)
+	}
+	b.mu.Unlock()
+	b.deliver()
+}
+
+// deliverIf delivers pending changes if the caller queued any.
+func (b *Breaker) deliverIf(changed bool) {
+	if changed {
+		b.deliver()
+	}
+}
+
+// deliver hands pending changes to OnStateChange and the Store, in order,
+// with no lock held. One goroutine delivers at a time; others leave their
+// changes to it.
+func (b *Breaker) deliver() {
+	b.mu.Lock()
+	if b.delivering || len(b.pending) == 0 {
+		b.mu.Unlock()
+		return
+	}
+	b.delivering = true
+	finished := false
+	defer func() {
+		if !finished { // a listener panicked: let the next change be delivered
+			b.mu.Lock()
+			b.delivering = false
+			b.mu.Unlock()
+		}
+	}()
+	for len(b.pending) > 0 {
+		batch := b.pending
+		b.pending = b.spare[:0]
+		b.mu.Unlock()
+		for _, ev := range batch {
+			if ev.publish {
+				b.store.Publish(b.name, ev.shared)
+			}
+			if ev.from != ev.to && b.cfg.OnStateChange != nil {
+				b.cfg.OnStateChange(b.name, ev.from, ev.to)
+			}
+		}
+		b.mu.Lock()
+		clear(batch)
+		b.spare = batch[:0]
+	}
+	b.delivering = false
+	finished = true
+	b.mu.Unlock()
+}

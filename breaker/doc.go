@@ -1,0 +1,69 @@
+// Package breaker is a circuit breaker: it stops calling a dependency that
+// keeps failing, and lets a few probes through later to see whether it has
+// recovered.
+//
+// # States
+//
+// A Breaker starts CLOSED and lets every call through. It trips to OPEN when
+//
+//   - Config.FailureThreshold consecutive calls fail, or
+//   - the sliding window holds at least Config.MinimumCalls outcomes and
+//     failures/calls >= Config.FailureRate, or slow/calls >=
+//     Config.SlowCallRate.
+//
+// The window is count-based (the last Config.Window outcomes) or, when
+// Config.WindowDuration is set, time-based: Config.WindowBuckets buckets that
+// expire one at a time as the clock moves. A slow call is a Success that took
+// at least Config.SlowCallDuration. A slow call is still a success: it resets
+// the consecutive-failure count and is judged only by the slow-call rate.
+// Ignored outcomes (a cancelled caller, a request at fault) count nowhere.
+// The rates are judged after every recorded outcome.
+//
+// OPEN rejects every call with ErrOpen for Config.OpenDuration. After that
+// the breaker is HALF_OPEN: it admits at most Config.HalfOpenMaxCalls probes
+// at once (others get ErrTooManyProbes), closes after Config.SuccessThreshold
+// successful probes (with an empty window), and opens again on any failed
+// probe, for an open time multiplied by Config.OpenBackoff up to
+// Config.MaxOpenDuration. The open time goes back to OpenDuration on close.
+// A probe permit not reported within Config.ProbeTimeout is void: its slot
+// is freed and its late report ignored.
+//
+// State is computed on access: there are no timer goroutines, and an OPEN
+// breaker whose time is up becomes HALF_OPEN when next asked. Each state
+// change increments a generation; an outcome reported for a permit of an
+// earlier generation is ignored, so a call granted while CLOSED that ends
+// after a trip cannot sway the half-open probes. Time comes from
+// Config.Clock; tests use a ManualClock.
+//
+// # Use
+//
+// The two-step form suits streams and asynchronous calls:
+//
+//	p, err := b.Allow()
+//	if err != nil {
+//		return err // errors.Is(err, breaker.ErrNotPermitted)
+//	}
+//	err = call()
+//	p.Done(classify(err))
+//
+// Do wraps the simple case and classifies errors with Classify. A Registry
+// holds one breaker per name. OnStateChange listeners are called in order,
+// after the breaker's lock is released.
+//
+// # Sharing state
+//
+// A Store shares state between processes: local transitions are published
+// to it, a half-open breaker takes the Store's probe lease before probing,
+// so that one instance in the cluster probes, and CLOSED outcomes are
+// recorded for cluster-wide aggregation. The CLOSED path makes no call that
+// can block. MemoryStore is an in-process Store for tests and simulations;
+// package redisstore shares state through Redis.
+//
+// # Performance
+//
+// The CLOSED path takes no lock and does not allocate: the state is an
+// immutable record behind an atomic pointer, the window is atomic counters
+// that are written only when they change, and the clock is read only when a
+// time-based window or slow-call tracking needs it. README.md shows the
+// benchmarks beside sony/gobreaker and failsafe-go.
+package breaker

@@ -1,0 +1,208 @@
+package breaker_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/breaker"
+)
+
+// model is a deliberately simple, single-threaded statement of the
+// breaker's rules, used as the reference in FuzzBreaker.
+type model struct {
+	cfg    breaker.Config
+	origin time.Time
+
+	state    breaker.State
+	gen      uint64
+	trips    uint64
+	rejected uint64
+	openFor  time.Duration
+
+	// CLOSED
+	outcomes []modelOutcome // oldest first
+	consec   int
+	// OPEN
+	openUntil time.Time
+	// HALF_OPEN
+	probes    map[int]time.Time // id -> deadline
+	nextProbe int
+	successes int
+}
+
+type modelOutcome struct {
+	epoch      int64
+	fail, slow bool
+}
+
+type modelPermit struct {
+	gen   uint64
+	probe bool
+	id    int
+	start time.Time
+	done  bool
+}
+
+func newModel(cfg breaker.Config, now time.Time) *model {
+	return &model{cfg: cfg, origin: now, openFor: cfg.OpenDuration}
+}
+
+func (m *model) set(s breaker.State, now time.Time) {
+	m.state = s
+	m.gen++
+	m.outcomes, m.consec, m.openUntil = nil, 0, time.Time{}
+	m.probes, m.successes = map[int]time.Time{}, 0
+	switch s {
+	case breaker.StateOpen:
+		m.trips++
+		m.openUntil = now.Add(m.openFor)
+	case breaker.StateClosed:
+		m.openFor = m.cfg.OpenDuration
+	}
+}
+
+// advance turns an OPEN breaker whose time is up into HALF_OPEN.
+func (m *model) advance(now time.Time) {
+	if m.state == breaker.StateOpen && !now.Before(m.openUntil) {
+		m.set(breaker.StateHalfOpen, now)
+	}
+}
+
+func (m *model) expire(now time.Time) {
+	for id, dl := range m.probes {
+		if !now.Before(dl) {
+			delete(m.probes, id)
+		}
+	}
+}
+
+func (m *model) allow(now time.Time) (modelPermit, error) {
+	if m.state == breaker.StateClosed {
+		return modelPermit{gen: m.gen, start: now}, nil
+	}
+	m.advance(now)
+	if m.state == breaker.StateOpen {
+		m.rejected++
+		return modelPermit{}, breaker.ErrOpen
+	}
+	m.expire(now)
+	if len(m.probes) >= m.cfg.HalfOpenMaxCalls {
+		m.rejected++
+		return modelPermit{}, breaker.ErrTooManyProbes
+	}
+	m.nextProbe++
+	m.probes[m.nextProbe] = now.Add(m.cfg.ProbeTimeout)
+	return modelPermit{gen: m.gen, probe: true, id: m.nextProbe, start: now}, nil
+}
+
+func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration, now time.Time) {
+	if p.done {
+		return
+	}
+	p.done = true
+	if p.gen != m.gen {
+		return
+	}
+	if p.probe {
+		dl, ok := m.probes[p.id]
+		delete(m.probes, p.id)
+		if !ok || !now.Before(dl) {
+			return
+		}
+		switch o {
+		case breaker.Success:
+			m.successes++
+			if m.successes >= m.cfg.SuccessThreshold {
+				m.set(breaker.StateClosed, now)
+			}
+		case breaker.Failure:
+			grown := float64(m.openFor) * m.cfg.OpenBackoff
+			m.openFor = m.cfg.MaxOpenDuration
+			if grown < float64(m.cfg.MaxOpenDuration) {
+				m.openFor = time.Duration(grown)
+			}
+			m.set(breaker.StateOpen, now)
+		}
+		return
+	}
+	if o == breaker.Ignored {
+		return
+	}
+	fail := o == breaker.Failure
+	slow := !fail && m.cfg.SlowCallDuration > 0 && elapsed >= m.cfg.SlowCallDuration
+	m.outcomes = append(m.outcomes, modelOutcome{m.epoch(now), fail, slow})
+	if m.cfg.WindowDuration == 0 && len(m.outcomes) > m.cfg.Window {
+		m.outcomes = m.outcomes[1:]
+	}
+	if fail {
+		m.consec++
+	} else {
+		m.consec = 0
+	}
+	calls, failures, slows := m.counts(now)
+	if (fail && m.cfg.FailureThreshold > 0 && m.consec >= m.cfg.FailureThreshold) ||
+		m.cfg.Exceeded(calls, failures, slows) {
+		m.set(breaker.StateOpen, now)
+	}
+}
+
+func (m *model) epoch(now time.Time) int64 {
+	if m.cfg.WindowDuration == 0 {
+		return 0
+	}
+	width := int64(m.cfg.WindowDuration) / int64(m.cfg.WindowBuckets)
+	return int64(now.Sub(m.origin)) / width
+}
+
+func (m *model) counts(now time.Time) (calls, failures, slow int) {
+	oldest := m.epoch(now) - int64(m.cfg.WindowBuckets)
+	for _, x := range m.outcomes {
+		if m.cfg.WindowDuration > 0 && x.epoch <= oldest {
+			continue
+		}
+		calls++
+		if x.fail {
+			failures++
+		}
+		if x.slow {
+			slow++
+		}
+	}
+	return calls, failures, slow
+}
+
+func (m *model) trip(now time.Time) {
+	m.advance(now)
+	if m.state != breaker.StateOpen {
+		m.set(breaker.StateOpen, now)
+	} else if until := now.Add(m.openFor); until.After(m.openUntil) {
+		m.openUntil = until
+	}
+}
+
+func (m *model) reset() { m.set(breaker.StateClosed, time.Time{}) }
+
+func (m *model) check(t *testing.T, at string, s breaker.Snapshot, now time.Time) {
+	t.Helper()
+	m.advance(now)
+	want := breaker.Snapshot{
+		Name: "fuzz", State: m.state, Generation: m.gen, Trips: m.trips, Rejected: m.rejected,
+		OpenUntil: m.openUntil,
+	}
+	switch m.state {
+	case breaker.StateClosed:
+		want.Calls, want.Failures, want.SlowCalls = m.counts(now)
+		want.ConsecutiveFailures = m.consec
+	case breaker.StateHalfOpen:
+		m.expire(now)
+		want.ProbesInFlight = len(m.probes)
+		want.Calls = m.successes
+	}
+	if want.Calls > 0 {
+		want.FailureRate = float64(want.Failures) / float64(want.Calls)
+		want.SlowCallRate = float64(want.SlowCalls) / float64(want.Calls)
+	}
+	if s != want {
+		t.Fatalf("%s:\n got %+v\nwant %+v\nconfig %+v", at, s, want, m.cfg)
+	}
+}

@@ -1,0 +1,137 @@
+package breaker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Permit is the right to make one call, returned by Breaker.Allow. Report
+// its outcome exactly once with Done or Report; later reports are no-ops.
+// A Permit is a value and costs no allocation; do not copy it after use
+// (go vet's copylocks check catches copies). The zero Permit is inert. A
+// Permit is not safe for concurrent use: one goroutine owns it.
+type Permit struct {
+	_     noCopy
+	b     *Breaker
+	p     *period
+	start time.Duration // when Allow granted it (see Breaker.since); set when slow calls are measured
+	probe uint64        // half-open probe id; 0 for a CLOSED permit
+	done  bool
+}
+
+// noCopy makes go vet report copies of the struct holding it.
+type noCopy struct{}
+
+func (*noCopy) Lock()   {}
+func (*noCopy) Unlock() {}
+
+// Probe reports whether the permit is a half-open probe.
+func (p *Permit) Probe() bool { return p.probe != 0 }
+
+// Done reports the call's outcome, measuring its duration with the breaker's
+// clock from Allow. A second report is a no-op.
+func (p *Permit) Done(o Outcome) {
+	if p.b == nil || p.done {
+		return
+	}
+	p.done = true
+	b := p.b
+	var at, elapsed time.Duration
+	if b.needStart || b.timeWin {
+		at = b.since()
+		elapsed = at - p.start
+	}
+	b.report(p.p, p.probe, o, elapsed, at)
+}
+
+// Report reports the call's outcome with a duration the caller measured
+// itself (for a stream: until its end). A second report is a no-op.
+func (p *Permit) Report(o Outcome, elapsed time.Duration) {
+	if p.b == nil || p.done {
+		return
+	}
+	p.done = true
+	b := p.b
+	var at time.Duration
+	if b.timeWin {
+		at = b.since()
+	}
+	b.report(p.p, p.probe, o, elapsed, at)
+}
+
+// report settles one permit of period p. at (see since) is zero unless the
+// window needs it.
+func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Duration) {
+	if probe != 0 {
+		b.reportProbe(p, probe, o)
+		return
+	}
+	if o >= Ignored || b.cur.Load() != p {
+		return // counts nowhere, or belongs to an earlier period
+	}
+	slow := o == Success && b.needStart && elapsed >= b.cfg.SlowCallDuration
+	trip := p.w.record(o == Failure, slow, at, &b.cfg)
+	if b.store != nil {
+		b.store.Record(b.name, o, slow)
+	}
+	if trip {
+		b.tripFrom(p)
+	}
+}
+
+// Classifier maps a call's error to the outcome its breaker hears.
+type Classifier func(err error) Outcome
+
+// Classify returns a Classifier for which a nil error is Success,
+// context.Canceled and any error matching (errors.Is) one of ignore are
+// Ignored, and every other error, context.DeadlineExceeded included, is a
+// Failure.
+func Classify(ignore ...error) Classifier {
+	ignore = append([]error(nil), ignore...)
+	return func(err error) Outcome {
+		if err == nil {
+			return Success
+		}
+		if errors.Is(err, context.Canceled) {
+			return Ignored
+		}
+		for _, target := range ignore {
+			if target != nil && errors.Is(err, target) {
+				return Ignored
+			}
+		}
+		return Failure
+	}
+}
+
+// defaultClassify is the Classifier of Do.
+var defaultClassify = Classify()
+
+// Do calls fn if the breaker permits and reports its outcome as classified by
+// Classify(): nil is a success, a cancelled context is ignored, any other
+// error is a failure. It returns ErrOpen or ErrTooManyProbes without calling
+// fn when rejected, ctx.Err() without calling fn when ctx is already done,
+// and otherwise fn's error unchanged. If fn panics, the call counts as a
+// failure and the panic continues.
+func (b *Breaker) Do(ctx context.Context, fn func(context.Context) error) error {
+	return b.DoWith(ctx, defaultClassify, fn)
+}
+
+// DoWith is Do with the caller's Classifier; nil means Classify().
+func (b *Breaker) DoWith(ctx context.Context, classify Classifier, fn func(context.Context) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if classify == nil {
+		classify = defaultClassify
+	}
+	permit, err := b.Allow()
+	if err != nil {
+		return err
+	}
+	defer permit.Done(Failure) // no-op unless fn panicked
+	err = fn(ctx)
+	permit.Done(classify(err))
+	return err
+}

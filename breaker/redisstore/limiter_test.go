@@ -1,0 +1,59 @@
+package redisstore_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
+)
+
+func TestLimiterShared(t *testing.T) {
+	ns := cluster(t, 2, breaker.Config{})
+	la, lb := ns[0].st.Limiter(), ns[1].st.Limiter()
+	ctx := context.Background()
+	// One token per 1000s, bursts of 2: the cluster gets two, not four.
+	var got []bool
+	for _, l := range []interface {
+		Allow(context.Context, string, float64, int) (bool, error)
+	}{la, lb, la, lb} {
+		ok, err := l.Allow(ctx, "tenant:acme", 0.001, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, ok)
+	}
+	if want := []bool{true, true, false, false}; !slices.Equal(got, want) {
+		t.Fatalf("allowed %v, want %v", got, want)
+	}
+	if ok, _ := la.Allow(ctx, "tenant:other", 0.001, 2); !ok {
+		t.Fatal("another key shares the limit")
+	}
+	if ok, err := la.Allow(ctx, "tenant:acme", 0, 0); !ok || err != nil {
+		t.Fatalf("no limit: %v %v", ok, err)
+	}
+	rdb := redistest.Client(t)
+	key := ns[0].st.Prefix() + ":rate:tenant:acme"
+	if rdb.Exists(ctx, key).Val() != 1 {
+		t.Fatalf("no key %q", key)
+	}
+}
+
+func TestLimiterRefills(t *testing.T) {
+	ns := cluster(t, 1, breaker.Config{})
+	l := ns[0].st.Limiter()
+	ctx := context.Background()
+	// 1e6 per second: a refused token is back within microseconds.
+	allowed := 0
+	for range 100 {
+		if ok, err := l.Allow(ctx, "fast", 1e6, 1); err != nil {
+			t.Fatal(err)
+		} else if ok {
+			allowed++
+		}
+	}
+	if allowed < 90 {
+		t.Fatalf("%d of 100 allowed at 1e6/s", allowed)
+	}
+}

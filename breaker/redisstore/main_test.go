@@ -1,0 +1,136 @@
+package redisstore_test
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/breaker/redisstore"
+	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// t0 is the start time of every ManualClock in the tests.
+var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+
+var (
+	closed   = breaker.StateClosed
+	halfOpen = breaker.StateHalfOpen
+	open     = breaker.StateOpen
+)
+
+// node is one simulated instance: a store of its own and a registry whose
+// breakers use it, on a clock of its own.
+type node struct {
+	st  *redisstore.Store
+	clk *breaker.ManualClock
+	reg *breaker.Registry
+	log *logRec
+}
+
+// newNode starts an instance on url under prefix.
+func newNode(t *testing.T, url, prefix string, bc breaker.Config) *node {
+	t.Helper()
+	n := &node{clk: breaker.NewManualClock(t0), log: &logRec{}}
+	st, err := redisstore.New(redisstore.Config{
+		URL: url, Prefix: prefix, Clock: n.clk, Logger: slog.New(n.log),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := st.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	n.st = st
+	bc.Clock, bc.Store = n.clk, st
+	n.reg = breaker.NewRegistry(bc)
+	return n
+}
+
+// cluster starts n instances sharing the test database.
+func cluster(t *testing.T, n int, bc breaker.Config) []*node {
+	t.Helper()
+	redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	var ns []*node
+	for range n {
+		ns = append(ns, newNode(t, redistest.URL(), prefix, bc))
+	}
+	return ns
+}
+
+// eventually polls cond every 5ms until it holds, for at most 2s.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// call makes one permitted call on b reporting o.
+func call(t *testing.T, b *breaker.Breaker, o breaker.Outcome) {
+	t.Helper()
+	p, err := b.Allow()
+	if err != nil {
+		t.Fatalf("%s: %v", b.Name(), err)
+	}
+	p.Done(o)
+}
+
+// logRec is a slog.Handler that keeps the records it gets.
+type logRec struct {
+	mu   sync.Mutex
+	recs []string // "LEVEL message attrs"
+}
+
+func (h *logRec) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *logRec) Handle(_ context.Context, r slog.Record) error {
+	var b strings.Builder
+	b.WriteString(r.Level.String() + " " + r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.recs = append(h.recs, b.String())
+	return nil
+}
+
+func (h *logRec) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *logRec) WithGroup(string) slog.Handler      { return h }
+
+// count returns how many records start with level.
+func (h *logRec) count(level slog.Level) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := 0
+	for _, r := range h.recs {
+		if strings.HasPrefix(r, level.String()+" ") {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *logRec) all() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return strings.Join(h.recs, "\n")
+}

@@ -1,0 +1,258 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/ragfuse/ragfuse/breaker"
+)
+
+// probeReleaseScript deletes a probe lease only if this instance holds it.
+const probeReleaseScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
+
+// worker sends announcements and counts to Redis every FlushInterval (or
+// at once when signalled), judges the aggregates, resyncs, and, while
+// Redis is unreachable, tries it again every RetryInterval.
+func (s *Store) worker() {
+	defer s.wg.Done()
+	t := time.NewTicker(s.cfg.FlushInterval)
+	defer t.Stop()
+	var lastTry time.Time
+	for {
+		select {
+		case <-s.ctx.Done():
+			if s.healthy.Load() {
+				s.cycle(context.Background()) // last announcements, bounded by OpTimeout
+			}
+			return
+		case <-t.C:
+		case <-s.wake:
+		}
+		if !s.healthy.Load() {
+			s.dropCounts() // an outage's outcomes are judged locally only
+			if time.Since(lastTry) < s.cfg.RetryInterval {
+				continue
+			}
+			lastTry = time.Now()
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
+			err := s.rdb.Ping(ctx).Err()
+			cancel()
+			if err != nil {
+				continue
+			}
+			s.up()
+		}
+		s.cycle(s.ctx)
+	}
+}
+
+// flush is the outcomes of one name sent in one cycle.
+type flush struct {
+	e                     *entry
+	calls, failures, slow int64
+	reads                 []*redis.SliceCmd
+}
+
+// resyncRead is the shared state of one name read in one cycle.
+type resyncRead struct {
+	e   *entry
+	get *redis.StringCmd
+}
+
+// cycle makes one round trip to Redis, in a pipeline: write and announce
+// the pending transitions, add the counts to the current time bucket and
+// read the window back, and read the shared state of the names to resync.
+func (s *Store) cycle(parent context.Context) {
+	s.mu.Lock()
+	var out map[string]breaker.Shared
+	if len(s.outbox) > 0 {
+		out, s.outbox = s.outbox, map[string]breaker.Shared{}
+	}
+	all := s.resyncAll
+	s.resyncAll = false
+	var want map[string]bool
+	if len(s.resync) > 0 {
+		want, s.resync = s.resync, map[string]bool{}
+	}
+	s.mu.Unlock()
+
+	names := *s.names.Load()
+	var flushes []*flush
+	for _, e := range names {
+		f := &flush{e: e, failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
+		f.calls = e.calls.Swap(0) // last: a concurrent Record may only be undercounted
+		if f.calls > 0 {
+			flushes = append(flushes, f)
+		}
+	}
+	var reads []resyncRead
+	for name, e := range names {
+		if all || want[name] {
+			reads = append(reads, resyncRead{e: e})
+		}
+	}
+	if len(out) == 0 && len(flushes) == 0 && len(reads) == 0 {
+		return
+	}
+
+	now := s.cfg.Clock.Now()
+	ctx, cancel := context.WithTimeout(parent, s.cfg.OpTimeout)
+	defer cancel()
+	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for name, sh := range out {
+			msg := encode(name, sh, s.cfg.Instance)
+			p.Set(ctx, s.stateKey(name), msg, s.cfg.StateTTL)
+			p.Publish(ctx, s.channel, msg)
+			if sh.State == breaker.StateHalfOpen {
+				continue
+			}
+			p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
+			if e := names[name]; e != nil {
+				idx := e.bucket(now)
+				for i := range e.buckets { // the next period starts with an empty window
+					p.Unlink(ctx, s.bucketKey(name, idx-int64(i)))
+				}
+			}
+		}
+		for _, f := range flushes {
+			idx := f.e.bucket(now)
+			k := s.bucketKey(f.e.name, idx)
+			p.HIncrBy(ctx, k, "c", f.calls)
+			if f.failures > 0 {
+				p.HIncrBy(ctx, k, "f", f.failures)
+			}
+			if f.slow > 0 {
+				p.HIncrBy(ctx, k, "s", f.slow)
+			}
+			p.PExpire(ctx, k, f.e.width*time.Duration(f.e.buckets+1))
+			for i := range f.e.buckets {
+				f.reads = append(f.reads, p.HMGet(ctx, s.bucketKey(f.e.name, idx-int64(i)), "c", "f", "s"))
+			}
+		}
+		for i := range reads {
+			reads[i].get = p.Get(ctx, s.stateKey(reads[i].e.name))
+		}
+		return nil
+	})
+	if err := firstErr(cmds); err != nil {
+		s.down(err)
+		s.mu.Lock()
+		for name, sh := range out { // keep what was not superseded meanwhile
+			if _, newer := s.outbox[name]; !newer {
+				s.outbox[name] = sh
+			}
+		}
+		for _, r := range reads {
+			s.resync[r.e.name] = true
+		}
+		s.mu.Unlock()
+		return
+	}
+	s.up()
+	for _, f := range flushes {
+		var calls, failures, slow int
+		for _, r := range f.reads {
+			v := r.Val()
+			calls += field(v, 0)
+			failures += field(v, 1)
+			slow += field(v, 2)
+		}
+		if f.e.cfg.Exceeded(calls, failures, slow) {
+			s.tripOne(f.e)
+		}
+	}
+	for _, r := range reads {
+		sh, ok := decodeState(r.get)
+		s.reconcile(r.e, sh, ok)
+	}
+}
+
+// firstErr returns the first error of cmds other than redis.Nil.
+func firstErr(cmds []redis.Cmder) error {
+	for _, c := range cmds {
+		if err := c.Err(); err != nil && !errors.Is(err, redis.Nil) {
+			return err
+		}
+	}
+	return nil
+}
+
+// field parses the i-th value of an HMGET reply; missing values are 0.
+func field(v []any, i int) int {
+	if i >= len(v) {
+		return 0
+	}
+	str, ok := v[i].(string)
+	if !ok {
+		return 0
+	}
+	n, err := strconv.Atoi(str)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
+}
+
+// decodeState returns the shared state read by get, if there is one.
+func decodeState(get *redis.StringCmd) (breaker.Shared, bool) {
+	if get == nil || get.Err() != nil {
+		return breaker.Shared{}, false
+	}
+	_, sh, _, ok := decode([]byte(get.Val()))
+	return sh, ok
+}
+
+// tripOne trips one CLOSED breaker of e: its announcement reaches the
+// others, here through Publish and elsewhere through Redis.
+func (s *Store) tripOne(e *entry) {
+	for _, b := range s.targets(e) {
+		if b.State() == breaker.StateClosed {
+			b.Trip()
+			return
+		}
+	}
+}
+
+// reconcile brings the breakers of e in line with the shared state sh
+// (present says whether Redis holds one). A local open that the shared
+// state does not cover is announced again, so that an open decided while
+// Redis was unreachable reaches the cluster; otherwise the shared state is
+// applied.
+func (s *Store) reconcile(e *entry, sh breaker.Shared, present bool) {
+	for _, b := range s.targets(e) {
+		snap := b.Snapshot()
+		if snap.State != breaker.StateOpen {
+			if present {
+				b.Apply(sh)
+			}
+			continue
+		}
+		if present && sh.State == breaker.StateOpen && !sh.OpenUntil.Before(snap.OpenUntil) {
+			b.Apply(sh)
+			continue
+		}
+		s.Publish(e.name, breaker.Shared{State: breaker.StateOpen, OpenUntil: snap.OpenUntil})
+	}
+}
+
+// dropCounts forgets the outcomes recorded since the last flush.
+func (s *Store) dropCounts() {
+	for _, e := range *s.names.Load() {
+		e.calls.Store(0)
+		e.failures.Store(0)
+		e.slow.Store(0)
+	}
+}
+
+// bucket returns the number of the aggregate bucket holding time t.
+func (e *entry) bucket(t time.Time) int64 {
+	return t.UnixMilli() / e.width.Milliseconds()
+}
+
+func (s *Store) bucketKey(name string, idx int64) string {
+	return s.cfg.Prefix + ":breaker:" + name + ":w:" + strconv.FormatInt(idx, 10)
+}

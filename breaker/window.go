@@ -1,0 +1,218 @@
+package breaker
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// cacheLine is the padding that keeps often-written counters off the cache
+// lines that every call reads.
+const cacheLine = 64
+
+// Codes of the outcomes held in a count window's slots.
+const (
+	slotEmpty uint32 = iota
+	slotSuccess
+	slotFailure
+	slotSlow
+)
+
+// counts is what a window holds.
+type counts struct {
+	calls, failures, slow int64
+}
+
+// window is the sliding window of one CLOSED period, count- or time-based.
+// It is written without locks by concurrent reporters; under contention it
+// is exact in total but may place an outcome one slot or bucket off. A new
+// window is made for every CLOSED period, so a late writer from an earlier
+// period only touches a window nobody reads any more.
+type window struct {
+	_   [cacheLine]byte
+	seq atomic.Uint64 // count mode: outcomes recorded so far
+	_   [cacheLine - 8]byte
+
+	failures atomic.Int64 // count mode: failure slots
+	slow     atomic.Int64 // count mode: slow slots
+	consec   atomic.Int64 // consecutive failures (both modes)
+	lastBad  atomic.Int64 // time mode: newest epoch holding a failure or slow call, -1 if none
+	_        [cacheLine - 32]byte
+
+	slots []atomic.Uint32 // count mode: ring of outcome codes
+
+	width   int64    // time mode: bucket width in nanoseconds
+	buckets []bucket // time mode: ring indexed by epoch % len
+	head    atomic.Int64
+	advance sync.Mutex // serializes moving head; taken once per bucket width
+}
+
+// bucket is one slice of a time window. epoch says which slice it holds.
+type bucket struct {
+	epoch    atomic.Int64
+	calls    atomic.Int64
+	failures atomic.Int64
+	slow     atomic.Int64
+	_        [cacheLine - 32]byte
+}
+
+// newWindow returns an empty window for the effective config c.
+//
+// Times given to a window are offsets from an origin chosen by its owner
+// (for a Breaker, its creation), which is the start of epoch 0.
+func newWindow(c *Config) *window {
+	w := &window{}
+	w.lastBad.Store(-1)
+	if c.WindowDuration <= 0 {
+		w.slots = make([]atomic.Uint32, c.Window)
+		return w
+	}
+	w.width = int64(c.WindowDuration) / int64(c.WindowBuckets)
+	w.buckets = make([]bucket, c.WindowBuckets)
+	for i := range w.buckets {
+		w.buckets[i].epoch.Store(math.MinInt64)
+	}
+	w.head.Store(-1)
+	return w
+}
+
+// epoch returns the number of the bucket that holds time at.
+func (w *window) epoch(at time.Duration) int64 {
+	if at < 0 {
+		return 0
+	}
+	return int64(at) / w.width
+}
+
+// record adds one Success (fail false) or Failure outcome observed at time
+// at and reports whether the effective config c says the breaker must trip.
+func (w *window) record(fail, slow bool, at time.Duration, c *Config) bool {
+	code := slotSuccess
+	switch {
+	case fail:
+		code = slotFailure
+	case slow:
+		code = slotSlow
+	}
+	var e int64
+	if w.slots != nil {
+		w.recordCount(code)
+	} else {
+		e = w.recordTime(code, at)
+	}
+	if fail {
+		if n := w.consec.Add(1); c.FailureThreshold > 0 && n >= int64(c.FailureThreshold) {
+			return true
+		}
+	} else if w.consec.Load() != 0 {
+		w.consec.Store(0)
+	}
+	if !c.judgesRates() {
+		return false
+	}
+	// Skip the judgement while the window holds nothing bad: both rates
+	// are zero then, and the thresholds are positive.
+	if w.slots != nil {
+		if w.failures.Load() == 0 && w.slow.Load() == 0 {
+			return false
+		}
+	} else if lb := w.lastBad.Load(); lb < 0 || lb <= e-int64(len(w.buckets)) {
+		return false
+	}
+	n := w.counts(at)
+	return c.Exceeded(int(n.calls), int(n.failures), int(n.slow))
+}
+
+// recordCount puts code into the next slot of the ring.
+func (w *window) recordCount(code uint32) {
+	i := w.seq.Add(1) - 1
+	s := &w.slots[i%uint64(len(w.slots))]
+	if s.Load() == code {
+		return // nothing changes: leave the cache line alone
+	}
+	old := s.Swap(code)
+	w.failures.Add(delta(old, code, slotFailure))
+	w.slow.Add(delta(old, code, slotSlow))
+}
+
+// delta is the change in the number of slots holding kind when a slot goes
+// from old to code.
+func delta(old, code, kind uint32) int64 {
+	var d int64
+	if old == kind {
+		d--
+	}
+	if code == kind {
+		d++
+	}
+	return d
+}
+
+// recordTime adds code to the bucket of time at and returns its epoch.
+func (w *window) recordTime(code uint32, at time.Duration) int64 {
+	e := w.epoch(at)
+	h := w.head.Load()
+	if e > h {
+		w.advanceTo(e)
+	} else if e < h {
+		e = h // the clock stepped back, or at was read before a move: use the newest bucket
+	}
+	b := &w.buckets[e%int64(len(w.buckets))]
+	b.calls.Add(1)
+	switch code {
+	case slotFailure:
+		b.failures.Add(1)
+	case slotSlow:
+		b.slow.Add(1)
+	default:
+		return e
+	}
+	if w.lastBad.Load() < e {
+		w.lastBad.Store(e)
+	}
+	return e
+}
+
+// advanceTo moves head to epoch e, emptying the buckets it passes over.
+func (w *window) advanceTo(e int64) {
+	w.advance.Lock()
+	defer w.advance.Unlock()
+	h := w.head.Load()
+	if e <= h {
+		return
+	}
+	n := int64(len(w.buckets))
+	for k := max(h+1, e-n+1); k <= e; k++ {
+		b := &w.buckets[k%n]
+		b.epoch.Store(math.MinInt64) // readers skip it while it is emptied
+		b.calls.Store(0)
+		b.failures.Store(0)
+		b.slow.Store(0)
+		b.epoch.Store(k)
+	}
+	w.head.Store(e)
+}
+
+// counts returns what the window holds at time at. Buckets that have
+// expired by then are left out even if no call has moved the window yet.
+func (w *window) counts(at time.Duration) counts {
+	if w.slots != nil {
+		return counts{
+			calls:    int64(min(w.seq.Load(), uint64(len(w.slots)))),
+			failures: max(w.failures.Load(), 0),
+			slow:     max(w.slow.Load(), 0),
+		}
+	}
+	e := max(w.epoch(at), w.head.Load())
+	var c counts
+	for i := range w.buckets {
+		b := &w.buckets[i]
+		if k := b.epoch.Load(); k > e-int64(len(w.buckets)) && k <= e {
+			c.calls += b.calls.Load()
+			c.failures += b.failures.Load()
+			c.slow += b.slow.Load()
+		}
+	}
+	return c
+}

@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+)
+
+// Admission reasons, as in EventRateLimited's Reason.
+const (
+	limitGlobal = "global"
+	limitTenant = "tenant"
+)
+
+// defaultMaxTenants bounds the per-tenant limiters kept in memory.
+const defaultMaxTenants = 10000
+
+// admission applies the global and per-tenant rate limits. Tenant limiters
+// are kept in a bounded LRU; a tenant evicted and seen again starts with a
+// full burst. It is safe for concurrent use.
+type admission struct {
+	global      *rate.Limiter // nil: unlimited
+	tenantRPS   rate.Limit    // 0: unlimited
+	tenantBurst int
+	maxTenants  int
+
+	mu      sync.Mutex // guards tenants and lru
+	tenants map[string]*list.Element
+	lru     *list.List // of *tenantLimiter, most recent first
+}
+
+type tenantLimiter struct {
+	tenant string
+	lim    *rate.Limiter
+}
+
+func newAdmission(c RateLimitConfig, maxTenants int) *admission {
+	a := &admission{maxTenants: maxTenants, tenants: map[string]*list.Element{}, lru: list.New()}
+	if a.maxTenants <= 0 {
+		a.maxTenants = defaultMaxTenants
+	}
+	if c.GlobalRPS > 0 {
+		a.global = rate.NewLimiter(rate.Limit(c.GlobalRPS), burst(c.GlobalBurst, c.GlobalRPS))
+	}
+	if c.TenantRPS > 0 {
+		a.tenantRPS = rate.Limit(c.TenantRPS)
+		a.tenantBurst = burst(c.TenantBurst, c.TenantRPS)
+	}
+	return a
+}
+
+func burst(b int, rps float64) int {
+	if b > 0 {
+		return b
+	}
+	return max(1, int(rps))
+}
+
+// admit takes a token for tenant at now. It returns "" when admitted, or
+// the limit that refused: limitTenant or limitGlobal.
+func (a *admission) admit(tenant string, now time.Time) string {
+	if a.tenantRPS > 0 && !a.tenant(tenant).AllowN(now, 1) {
+		return limitTenant
+	}
+	if a.global != nil && !a.global.AllowN(now, 1) {
+		return limitGlobal
+	}
+	return ""
+}
+
+// admitNow is admit at the clock's time, read only when a limit is set.
+func (a *admission) admitNow(tenant string, clock interface{ Now() time.Time }) string {
+	if a.global == nil && a.tenantRPS == 0 {
+		return ""
+	}
+	return a.admit(tenant, clock.Now())
+}
+
+// tenant returns tenant's limiter, creating it and evicting the least
+// recently used one when full.
+func (a *admission) tenant(tenant string) *rate.Limiter {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if e, ok := a.tenants[tenant]; ok {
+		a.lru.MoveToFront(e)
+		return e.Value.(*tenantLimiter).lim
+	}
+	if a.lru.Len() >= a.maxTenants {
+		old := a.lru.Back()
+		a.lru.Remove(old)
+		delete(a.tenants, old.Value.(*tenantLimiter).tenant)
+	}
+	tl := &tenantLimiter{tenant: tenant, lim: rate.NewLimiter(a.tenantRPS, a.tenantBurst)}
+	a.tenants[tenant] = a.lru.PushFront(tl)
+	return tl.lim
+}

@@ -1,0 +1,96 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+func limitedPipeline(t *testing.T, rl RateLimitConfig, rec *recorder) (*Pipeline, *fakeTier, *fakeTier) {
+	t.Helper()
+	primary := tier("primary", tiers.SourcePrimary, answers("model"))
+	ret := tier("retrieval", tiers.SourceRetrieval, answers("docs"))
+	p, _ := newTestPipeline(t, Options{RateLimit: rl, Observer: rec, Tiers: []Stage{{Tier: primary, Model: true}, {Tier: ret}}})
+	return p, primary, ret
+}
+
+func TestTenantRateLimitDegrades(t *testing.T) {
+	rec := &recorder{}
+	p, primary, _ := limitedPipeline(t, RateLimitConfig{TenantRPS: 1, TenantBurst: 2}, rec)
+	var sources []tiers.Source
+	for range 4 {
+		sources = append(sources, ask(t, p, "q").Source)
+	}
+	want := []tiers.Source{"primary", "primary", "retrieval", "retrieval"}
+	if !slices.Equal(sources, want) {
+		t.Fatalf("sources = %v, want %v", sources, want)
+	}
+	if primary.calls.Load() != 2 {
+		t.Fatalf("primary called %d times", primary.calls.Load())
+	}
+	res := ask(t, p, "q")
+	if got := outcomes(res); !slices.Equal(got, []string{"primary:over_quota", "retrieval:success"}) {
+		t.Fatalf("attempts = %v", got)
+	}
+	// Other tenants have their own quota.
+	res, _ = p.Ask(context.Background(), tiers.Query{Tenant: "other", Question: "q"})
+	if res.Source != tiers.SourcePrimary {
+		t.Fatalf("other tenant: %s", res.Source)
+	}
+	ev := rec.kinds(EventRateLimited)
+	if len(ev) != 3 || ev[0].Reason != "tenant" || ev[0].Tenant != "acme" {
+		t.Fatalf("rate-limit events = %+v", ev)
+	}
+}
+
+func TestRateLimitRefillsWithClock(t *testing.T) {
+	primary := tier("primary", tiers.SourcePrimary, answers("model"))
+	p, clk := newTestPipeline(t, Options{RateLimit: RateLimitConfig{TenantRPS: 1}, Tiers: []Stage{{Tier: primary, Model: true},
+		{Tier: tier("s", tiers.SourceStatic, answers("x"))}}})
+	if ask(t, p, "q").Source != "primary" || ask(t, p, "q").Source != "static" {
+		t.Fatal("burst of 1 not enforced")
+	}
+	clk.Advance(time.Second)
+	if ask(t, p, "q").Source != "primary" {
+		t.Fatal("quota not refilled after a second")
+	}
+}
+
+func TestGlobalRateLimitRejects(t *testing.T) {
+	rec := &recorder{}
+	p, primary, ret := limitedPipeline(t, RateLimitConfig{GlobalRPS: 1, GlobalBurst: 1, OnLimit: OnLimitReject}, rec)
+	ask(t, p, "q")
+	res, err := p.Ask(context.Background(), tiers.Query{Tenant: "b", Question: "q"})
+	if !errors.Is(err, ErrRejected) || res != nil {
+		t.Fatalf("res=%v err=%v", res, err)
+	}
+	if primary.calls.Load() != 1 || ret.calls.Load() != 0 {
+		t.Fatal("a rejected question reached a tier")
+	}
+	if ev := rec.kinds(EventRateLimited); len(ev) != 1 || ev[0].Reason != "global" {
+		t.Fatalf("events = %+v", ev)
+	}
+	if st := p.Status().RateLimit; st.OnLimit != OnLimitReject || st.GlobalRPS != 1 {
+		t.Fatalf("status rate limit = %+v", st)
+	}
+}
+
+func TestTenantLimitersBounded(t *testing.T) {
+	a := newAdmission(RateLimitConfig{TenantRPS: 1}, 3)
+	now := epoch
+	for _, tn := range []string{"a", "b", "c", "d", "e"} {
+		if a.admit(tn, now) != "" {
+			t.Fatalf("tenant %s refused", tn)
+		}
+	}
+	if n := a.lru.Len(); n != 3 || len(a.tenants) != 3 {
+		t.Fatalf("%d limiters kept, want 3", n)
+	}
+	if a.admit("e", now) != limitTenant {
+		t.Fatal("a recent tenant lost its limiter")
+	}
+}

@@ -1,0 +1,377 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// Errors returned by Ask.
+var (
+	// ErrRejected reports a question refused by a rate limit with
+	// on_limit: reject.
+	ErrRejected = errors.New("pipeline: rate limited")
+	// ErrExhausted reports that no tier answered; it happens only in a
+	// pipeline without a static tier.
+	ErrExhausted = errors.New("pipeline: no tier answered")
+	// ErrClosed reports a question asked after Close.
+	ErrClosed = errors.New("pipeline: closed")
+	// ErrNoKnowledgeBase reports a reload asked of a pipeline without a
+	// knowledge base.
+	ErrNoKnowledgeBase = errors.New("pipeline: no knowledge base")
+)
+
+// Defaults of Options.
+const (
+	DefaultRequestTimeout = 12 * time.Second
+	DefaultCooldown       = 10 * time.Second
+)
+
+// Stage is one tier of a pipeline with its guards: the programmatic form of
+// a TierConfig.
+type Stage struct {
+	Tier tiers.Tier
+	// Timeout bounds one call of the tier; 0 means only the request's
+	// remaining budget bounds it.
+	Timeout time.Duration
+	// Reserve is the time the tiers before this one leave for it out of
+	// the request's budget. 0 means: none for a static tier; for a model
+	// tier min(Timeout, RequestTimeout/4); for others min(Timeout,
+	// RequestTimeout/10, 1s) (a zero Timeout counting as RequestTimeout).
+	Reserve time.Duration
+	// Breaker configures the tier's breaker "tier/<name>" and, for an LLM
+	// tier, the breakers "model/<id>" of its candidates (the first tier
+	// naming a model configures its breaker). A nil Clock means the
+	// pipeline's clock.
+	Breaker breaker.Config
+	// Bulkhead, if set, limits the calls in flight into the tier.
+	Bulkhead *BulkheadConfig
+	// Model marks a model tier: skipped for a tenant over its quota when
+	// on_limit is degrade.
+	Model bool
+}
+
+// KnowledgeBase is what the pipeline needs of a knowledge base: its version
+// (for Status and cache invalidation) and a reload.
+type KnowledgeBase interface {
+	Version() uint64
+	Reload() error
+}
+
+// Options configures New. Zero fields take the defaults written beside
+// them.
+type Options struct {
+	Tiers []Stage
+	// RequestTimeout is the overall deadline of a question (a shorter
+	// deadline on Ask's context wins); default DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// Clock tells the time of breakers, cooldowns and rate limits; nil
+	// means breaker.SystemClock. Call timeouts run on real time.
+	Clock breaker.Clock
+	// Breakers holds the breakers; nil means a new in-memory registry.
+	Breakers *breaker.Registry
+	// Observer receives events; nil drops them.
+	Observer Observer
+	// RateLimit configures admission; the zero value admits everything.
+	RateLimit RateLimitConfig
+	// MaxTenants bounds the per-tenant rate limiters kept; default 10000.
+	MaxTenants int
+	// Embedder, if set, embeds each question once for the semantic cache
+	// and a hybrid retriever (tiers.Memo).
+	Embedder cache.Embedder
+	// KnowledgeBase, if set, is reported by Status and reloaded by
+	// ReloadKnowledgeBase.
+	KnowledgeBase KnowledgeBase
+	// Cooldown is how long a model is skipped after a 429 without
+	// Retry-After when its Candidate sets none; default DefaultCooldown.
+	Cooldown time.Duration
+	// StoreKind names where breaker state lives, for Status; default
+	// "memory".
+	StoreKind string
+	// Store, if it has a Healthy() bool method, tells Status whether the
+	// shared state store is reachable.
+	Store breaker.Store
+	// Closers are closed by Close, after the questions in flight end.
+	Closers []io.Closer
+}
+
+// Pipeline runs questions through an ordered list of guarded tiers. It is
+// safe for concurrent use.
+type Pipeline struct {
+	stages      []*stage
+	timeout     time.Duration
+	clock       breaker.Clock
+	breakers    *breaker.Registry
+	models      map[string]*breaker.Breaker // "model/<id>" breakers by candidate ID; read-only after New
+	guarded     bool                        // some tier has model candidates: runs carry a CandidateGuard
+	obs         Observer
+	limits      *admission
+	onLimit     string
+	rlConfig    RateLimitConfig
+	embedder    cache.Embedder
+	memoK       int
+	kb          KnowledgeBase
+	cooldown    time.Duration
+	cool        cooldowns
+	store       string
+	storeHealth breaker.Store
+	closers     []io.Closer
+	flights     singleflight.Group
+
+	inflight sync.WaitGroup
+	closing  sync.Mutex // serializes Close with the start of questions
+	closed   atomic.Bool
+}
+
+// stage is a Stage ready to run.
+type stage struct {
+	Stage
+	name     string
+	source   tiers.Source
+	breaker  *breaker.Breaker
+	bulk     *bulkhead
+	after    time.Duration // the reserves of the stages after this one
+	cacheTyp string        // EventCache's Reason on a hit: "hit" or "stale" for cache tiers, else ""
+}
+
+// docsWanter is a tier that retrieves documents: the Memo retrieves the
+// most any tier wants, once.
+type docsWanter interface{ DocsWanted() int }
+
+// candidateLister is a tier with model candidates (the llm tier).
+type candidateLister interface{ Candidates() []tiers.Candidate }
+
+// New returns a pipeline running opts.Tiers in order.
+func New(opts Options) (*Pipeline, error) {
+	if len(opts.Tiers) == 0 {
+		return nil, errors.New("pipeline: no tiers")
+	}
+	p := &Pipeline{
+		timeout:     opts.RequestTimeout,
+		clock:       opts.Clock,
+		breakers:    opts.Breakers,
+		models:      map[string]*breaker.Breaker{},
+		obs:         opts.Observer,
+		limits:      newAdmission(opts.RateLimit, opts.MaxTenants),
+		onLimit:     opts.RateLimit.OnLimit,
+		rlConfig:    opts.RateLimit,
+		embedder:    opts.Embedder,
+		kb:          opts.KnowledgeBase,
+		cooldown:    opts.Cooldown,
+		store:       opts.StoreKind,
+		storeHealth: opts.Store,
+		closers:     opts.Closers,
+	}
+	p.cool.until = map[string]time.Time{}
+	if p.timeout <= 0 {
+		p.timeout = DefaultRequestTimeout
+	}
+	if p.clock == nil {
+		p.clock = breaker.SystemClock
+	}
+	if p.cooldown <= 0 {
+		p.cooldown = DefaultCooldown
+	}
+	if p.onLimit == "" {
+		p.onLimit = OnLimitDegrade
+	}
+	if p.store == "" {
+		p.store = "memory"
+	}
+	if p.breakers == nil {
+		p.breakers = breaker.NewRegistry(breaker.Config{Clock: p.clock, OnStateChange: p.breakerChanged})
+	}
+	names := map[string]bool{}
+	for i, st := range opts.Tiers {
+		if st.Tier == nil {
+			return nil, fmt.Errorf("pipeline: tiers[%d]: no tier", i)
+		}
+		name := st.Tier.Name()
+		if name == "" || names[name] {
+			return nil, fmt.Errorf("pipeline: tiers[%d]: name %q empty or used twice", i, name)
+		}
+		names[name] = true
+		s := &stage{Stage: st, name: name, source: st.Tier.Source()}
+		cfg := p.breakerConfig(st.Breaker)
+		s.breaker = p.breakers.GetWith("tier/"+name, cfg)
+		if st.Bulkhead != nil {
+			s.bulk = newBulkhead(*st.Bulkhead)
+		}
+		if cl, ok := st.Tier.(candidateLister); ok {
+			p.guarded = true
+			for _, c := range cl.Candidates() {
+				if p.models[c.ID] == nil {
+					p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, cfg)
+				}
+			}
+		}
+		if dw, ok := st.Tier.(docsWanter); ok {
+			p.memoK = max(p.memoK, dw.DocsWanted())
+		}
+		switch s.source {
+		case tiers.SourceCache:
+			s.cacheTyp = "hit"
+		case tiers.SourceStaleCache:
+			s.cacheTyp = "stale"
+		}
+		p.stages = append(p.stages, s)
+	}
+	var after time.Duration
+	for i := len(p.stages) - 1; i >= 0; i-- {
+		p.stages[i].after = after
+		after += p.reserve(p.stages[i])
+	}
+	return p, nil
+}
+
+// breakerConfig fills the pipeline's clock and state-change callback into c.
+func (p *Pipeline) breakerConfig(c breaker.Config) breaker.Config {
+	if c.Clock == nil {
+		c.Clock = p.clock
+	}
+	if c.OnStateChange == nil {
+		c.OnStateChange = p.breakerChanged
+	}
+	return c
+}
+
+// reserve returns the time kept for s by the stages before it.
+func (p *Pipeline) reserve(s *stage) time.Duration {
+	if s.Reserve > 0 {
+		return s.Reserve
+	}
+	if _, ok := s.Tier.(*tiers.Static); ok {
+		return 0
+	}
+	t := s.Timeout
+	if t <= 0 {
+		t = p.timeout
+	}
+	if s.Model {
+		return min(t, p.timeout/4)
+	}
+	return min(t, p.timeout/10, time.Second)
+}
+
+func (p *Pipeline) breakerChanged(name string, from, to breaker.State) {
+	p.emit(Event{Kind: EventBreaker, Breaker: name, From: from, To: to})
+}
+
+// emit sends e to the observer, stamped with the clock's time.
+func (p *Pipeline) emit(e Event) {
+	if p.obs == nil {
+		return
+	}
+	e.Time = p.clock.Now()
+	p.obs.Observe(e)
+}
+
+// Breakers returns the registry holding the pipeline's breakers.
+func (p *Pipeline) Breakers() *breaker.Registry { return p.breakers }
+
+// ReloadKnowledgeBase reloads the knowledge base. Cache entries made from
+// the old version stop being served.
+func (p *Pipeline) ReloadKnowledgeBase() error {
+	if p.kb == nil {
+		return ErrNoKnowledgeBase
+	}
+	return p.kb.Reload()
+}
+
+// Close refuses new questions, waits for the ones in flight and closes
+// Options.Closers. It returns the first error of a closer.
+func (p *Pipeline) Close() error {
+	p.closing.Lock()
+	already := p.closed.Swap(true)
+	p.closing.Unlock()
+	if already {
+		return nil
+	}
+	p.inflight.Wait()
+	var errs []error
+	for _, c := range p.closers {
+		errs = append(errs, c.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// begin registers a question in flight; it fails after Close.
+func (p *Pipeline) begin() bool {
+	p.closing.Lock()
+	defer p.closing.Unlock()
+	if p.closed.Load() {
+		return false
+	}
+	p.inflight.Add(1)
+	return true
+}
+
+// flightKey returns the singleflight key of a question: the tenant, the
+// admission mode and the question trimmed, with runs of white space
+// collapsed and lower-cased.
+func flightKey(tenant, question string, degraded bool) string {
+	var b strings.Builder
+	b.Grow(len(tenant) + len(question) + 3)
+	b.WriteString(tenant)
+	if degraded {
+		b.WriteString("\x00d\x00")
+	} else {
+		b.WriteString("\x00f\x00")
+	}
+	space := false
+	for _, r := range strings.TrimSpace(question) {
+		if unicode.IsSpace(r) {
+			space = true
+			continue
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// cooldowns remembers, per model candidate, until when it is skipped after
+// a 429. It is safe for concurrent use.
+type cooldowns struct {
+	mu    sync.Mutex // guards until
+	until map[string]time.Time
+}
+
+func (c *cooldowns) active(id string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.until[id]
+	if ok && !now.Before(t) {
+		delete(c.until, id)
+		return false
+	}
+	return ok
+}
+
+func (c *cooldowns) set(id string, until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if until.After(c.until[id]) {
+		c.until[id] = until
+	}
+}
+
+// On-limit policies of RateLimitConfig.OnLimit.
+const (
+	OnLimitDegrade = "degrade"
+	OnLimitReject  = "reject"
+)

@@ -1,0 +1,295 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// Ask runs q through the tiers and returns the first answer. It returns an
+// error only when ctx ends before an answer (ctx.Err(), unchanged), when a
+// rate limit refuses q with on_limit: reject (ErrRejected), after Close
+// (ErrClosed), or when no tier answered (ErrExhausted, with the Result
+// listing the attempts), which a pipeline ending in a static tier never
+// does.
+func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if p.closed.Load() {
+		return nil, ErrClosed
+	}
+	degraded := false
+	if reason := p.limits.admitNow(q.Tenant, p.clock); reason != "" {
+		p.emit(Event{Kind: EventRateLimited, Tenant: q.Tenant, Reason: reason})
+		if p.onLimit == OnLimitReject {
+			return nil, ErrRejected
+		}
+		degraded = true
+	}
+	key := flightKey(q.Tenant, q.Question, degraded)
+	// The leader runs the question on its own goroutine; the others wait
+	// for it. A flight whose leader's caller went away ends canceled; the
+	// callers still waiting then run the question again, up to a few times.
+	for try := 0; ; try++ {
+		var leader bool
+		v, err, _ := p.flights.Do(key, func() (any, error) {
+			leader = true
+			if !p.begin() {
+				return (*Result)(nil), ErrClosed
+			}
+			defer p.inflight.Done()
+			return p.run(ctx, q, degraded)
+		})
+		res, _ := v.(*Result)
+		if leader {
+			return res, err
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		if isContextErr(err) && try < 2 {
+			continue
+		}
+		return shared(res), err
+	}
+}
+
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// shared returns a copy of r for a caller that joined another's flight.
+func shared(r *Result) *Result {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Shared = true
+	c.Attempts = append([]Attempt(nil), r.Attempts...)
+	return &c
+}
+
+// run is one question's way down the tiers. The attempts are guarded by mu
+// because a tier may report candidate attempts from its own goroutines.
+type run struct {
+	p      *Pipeline
+	tenant string
+	res    Result // the result, allocated with the run
+
+	mu       sync.Mutex
+	stage    *stage    // the stage being called; set before each call
+	attempts []Attempt // backed by buf while it fits
+	buf      [4]Attempt
+}
+
+var _ tiers.CandidateGuard = (*run)(nil)
+
+func (r *run) record(a Attempt) {
+	r.mu.Lock()
+	r.attempts = append(r.attempts, a)
+	r.mu.Unlock()
+	r.p.emit(Event{Kind: EventAttempt, Tenant: r.tenant, Tier: a.Tier, Attempt: a})
+}
+
+func (r *run) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.attempts)
+}
+
+// run runs q through the stages: breaker, bulkhead, time limiter, tier.
+func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Result, error) {
+	start := time.Now()
+	deadline := start.Add(p.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	total := deadline.Sub(start)
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
+		q.Memo = &tiers.Memo{K: p.memoK, Embedder: p.embedder}
+	}
+	r := &run{p: p, tenant: q.Tenant}
+	r.attempts = r.buf[:0]
+	gctx := ctx
+	if p.guarded {
+		gctx = tiers.WithGuard(ctx, r)
+	}
+	last := len(p.stages) - 1
+	now := start
+	for i, s := range p.stages {
+		if i > 0 {
+			now = time.Now()
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		if degraded && s.Model {
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeQuota})
+			continue
+		}
+		after := s.after
+		if total < p.timeout { // a caller's shorter deadline shrinks the reserves alike
+			after = time.Duration(float64(after) * float64(total) / float64(p.timeout))
+		}
+		limit := deadline.Sub(now) - after
+		if s.Timeout > 0 && s.Timeout < limit {
+			limit = s.Timeout
+		}
+		if limit <= 0 && i != last {
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
+			continue
+		}
+		a, err, ok := p.try(ctx, gctx, r, s, q, limit)
+		if !ok {
+			continue
+		}
+		if err == nil {
+			return p.answered(ctx, r, q, a, start), nil
+		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+	}
+	r.res = Result{Attempts: r.attempts, Duration: time.Since(start)}
+	return &r.res, ErrExhausted
+}
+
+// try calls stage s under its guards. ok is false when s was skipped.
+func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, limit time.Duration) (a tiers.Answer, err error, ok bool) {
+	permit, berr := s.breaker.Allow()
+	if berr != nil {
+		r.record(Attempt{Tier: s.name, Outcome: OutcomeBreakerOpen})
+		return a, nil, false
+	}
+	tctx, cancel := context.WithTimeout(gctx, limit)
+	defer cancel()
+	if s.bulk != nil {
+		if !s.bulk.acquire(tctx) {
+			permit.Done(breaker.Ignored)
+			p.emit(Event{Kind: EventBulkheadRejected, Tenant: r.tenant, Tier: s.name})
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeBulkheadFull})
+			return a, nil, false
+		}
+		defer s.bulk.release()
+	}
+	r.mu.Lock()
+	r.stage = s
+	n := len(r.attempts)
+	r.mu.Unlock()
+	t0 := time.Now()
+	a, err = callTier(tctx, s.Tier, q)
+	elapsed := time.Since(t0)
+	kind := tiers.KindOf(err)
+	if err != nil && ctx.Err() != nil {
+		kind = tiers.KindCanceled // the caller went away: not the tier's fault
+	}
+	permit.Report(outcomeOf(kind), elapsed)
+	if s.cacheTyp != "" && (err == nil || kind == tiers.KindMiss) {
+		reason := "miss"
+		if err == nil {
+			reason = s.cacheTyp
+		}
+		p.emit(Event{Kind: EventCache, Tenant: r.tenant, Tier: s.name, Reason: reason})
+	}
+	if r.count() == n { // the tier reported no candidate attempts of its own
+		at := Attempt{Tier: s.name, Outcome: OutcomeSuccess, Duration: elapsed, Model: a.Model, Usage: a.Usage}
+		if err != nil {
+			var te *tiers.Error
+			if errors.As(err, &te) {
+				at.Model, at.Usage = te.Model, te.Usage
+			}
+			at.Outcome, at.Error = string(kind), describe(err)
+		}
+		r.record(at)
+	}
+	if err == nil && a.Source == "" {
+		a.Source = s.source
+	}
+	return a, err, true
+}
+
+// callTier calls t, turning a panic into an error so that one bad tier
+// cannot take the process down.
+func callTier(ctx context.Context, t tiers.Tier, q tiers.Query) (a tiers.Answer, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			a, err = tiers.Answer{}, &tiers.Error{Kind: tiers.KindOther, Tier: t.Name(), Err: fmt.Errorf("tier panicked: %v", v)}
+		}
+	}()
+	return t.Answer(ctx, q)
+}
+
+// answered builds the Result of a, lets the caches learn it and reports it.
+func (p *Pipeline) answered(ctx context.Context, r *run, q tiers.Query, a tiers.Answer, start time.Time) *Result {
+	res := &r.res
+	*res = Result{
+		Answer:   a,
+		Degraded: a.Source != tiers.SourcePrimary && a.Source != tiers.SourceCache,
+		Attempts: r.attempts,
+	}
+	if !a.Interrupted {
+		for _, s := range p.stages {
+			if rm, ok := s.Tier.(tiers.Rememberer); ok {
+				rm.Remember(ctx, q, a)
+			}
+		}
+	}
+	res.Duration = time.Since(start)
+	p.emit(Event{Kind: EventAnswered, Tenant: q.Tenant, Tier: string(a.Source), Result: res})
+	return res
+}
+
+// Acquire implements tiers.CandidateGuard for the LLM tiers of the run:
+// a candidate cooling down after a 429 or with an open breaker is skipped
+// (and the skip recorded); otherwise the release reports the outcome to the
+// candidate's breaker, starts a cooldown on 429 and records the attempt.
+func (r *run) Acquire(ctx context.Context, tier string, c tiers.Candidate) (func(error, tiers.Usage), bool) {
+	p := r.p
+	if p.cool.active(c.ID, p.clock.Now()) {
+		r.record(Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeCoolingDown})
+		return nil, false
+	}
+	b := p.models[c.ID]
+	if b == nil {
+		var cfg breaker.Config
+		r.mu.Lock()
+		if r.stage != nil {
+			cfg = r.stage.Breaker
+		}
+		r.mu.Unlock()
+		b = p.breakers.GetWith("model/"+c.ID, p.breakerConfig(cfg))
+	}
+	permit, err := b.Allow()
+	if err != nil {
+		r.record(Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeBreakerOpen})
+		return nil, false
+	}
+	t0 := time.Now()
+	return func(err error, u tiers.Usage) {
+		elapsed := time.Since(t0)
+		kind := tiers.KindOf(err)
+		permit.Report(outcomeOf(kind), elapsed)
+		at := Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
+		if err != nil {
+			at.Outcome, at.Error = string(kind), describe(err)
+		}
+		if kind == tiers.KindRateLimited {
+			d := c.Cooldown
+			var te *tiers.Error
+			if errors.As(err, &te) && te.RetryAfter > 0 {
+				d = te.RetryAfter
+			}
+			if d <= 0 {
+				d = p.cooldown
+			}
+			p.cool.set(c.ID, p.clock.Now().Add(d))
+		}
+		r.record(at)
+	}, true
+}

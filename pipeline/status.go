@@ -1,0 +1,80 @@
+package pipeline
+
+import (
+	"time"
+
+	"github.com/ragfuse/ragfuse/breaker"
+)
+
+// Status is a snapshot of the pipeline's protections, for status pages and
+// metrics.
+type Status struct {
+	Tiers         []TierStatus       `json:"tiers"`
+	Breakers      []breaker.Snapshot `json:"breakers"`
+	Bulkheads     []BulkheadStatus   `json:"bulkheads"`
+	Caches        []CacheStatus      `json:"caches"`
+	KnowledgeBase KnowledgeBaseInfo  `json:"knowledge_base"`
+	RateLimit     RateLimitConfig    `json:"rate_limit"`
+	Store         StoreStatus        `json:"store"`
+}
+
+// TierStatus describes one tier of the chain.
+type TierStatus struct {
+	Name    string        `json:"name"`
+	Source  string        `json:"source"`
+	Timeout time.Duration `json:"timeout"`
+	Model   bool          `json:"model"`
+}
+
+// CacheStatus is the size of a cache tier.
+type CacheStatus struct {
+	Tier    string `json:"tier"`
+	Entries int    `json:"entries"`
+}
+
+// KnowledgeBaseInfo tells which version of the knowledge base is loaded.
+type KnowledgeBaseInfo struct {
+	Loaded  bool   `json:"loaded"`
+	Version uint64 `json:"version"`
+}
+
+// StoreStatus tells where breaker state lives and whether it is reachable.
+type StoreStatus struct {
+	Kind    string `json:"kind"` // "memory" or "redis"
+	Healthy bool   `json:"healthy"`
+}
+
+// sizer is a tier that knows how many entries it holds (the caches).
+type sizer interface{ Len() int }
+
+// healther is a breaker store that knows whether it is reachable.
+type healther interface{ Healthy() bool }
+
+// Status returns a snapshot of the pipeline's breakers, bulkheads, caches,
+// knowledge base, rate limits and state store.
+func (p *Pipeline) Status() Status {
+	st := Status{
+		Breakers:  p.breakers.Snapshots(),
+		RateLimit: p.rlConfig,
+		Store:     StoreStatus{Kind: p.store, Healthy: true},
+	}
+	if st.RateLimit.OnLimit == "" {
+		st.RateLimit.OnLimit = p.onLimit
+	}
+	for _, s := range p.stages {
+		st.Tiers = append(st.Tiers, TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model})
+		if s.bulk != nil {
+			st.Bulkheads = append(st.Bulkheads, s.bulk.status(s.name))
+		}
+		if c, ok := s.Tier.(sizer); ok {
+			st.Caches = append(st.Caches, CacheStatus{Tier: s.name, Entries: c.Len()})
+		}
+	}
+	if p.kb != nil {
+		st.KnowledgeBase = KnowledgeBaseInfo{Loaded: true, Version: p.kb.Version()}
+	}
+	if h, ok := p.storeHealth.(healther); ok {
+		st.Store.Healthy = h.Healthy()
+	}
+	return st
+}

@@ -1,0 +1,233 @@
+package tiers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragfuse/ragfuse/retrieval"
+)
+
+// Candidate is one model an LLM tier may call.
+type Candidate struct {
+	// ID names the candidate: the key of its models: entry. Breakers,
+	// attempts and answers name the candidate by ID ("model/<ID>").
+	ID string
+	// Model is the provider's model name sent in requests; empty means ID.
+	Model string
+	// Client calls the endpoint; NewClient makes one that also reports
+	// Retry-After on 429 responses.
+	Client *openai.Client
+	// MaxTokens caps the completion; 0 leaves it to the provider.
+	MaxTokens int
+	// Cooldown is how long the candidate is skipped after a 429 without a
+	// Retry-After header; 0 means the guard's default.
+	Cooldown time.Duration
+}
+
+// CandidateGuard guards each model candidate call of an LLM tier. The
+// pipeline implements it with a breaker per candidate ("model/<ID>"), a
+// cooldown after 429 responses and the record of every attempt.
+// Implementations must be safe for concurrent use.
+type CandidateGuard interface {
+	// Acquire asks to call candidate c for tier. When ok is false the
+	// candidate must be skipped without a call. Otherwise release must be
+	// called exactly once, with the call's error (nil on success) and the
+	// tokens it spent.
+	Acquire(ctx context.Context, tier string, c Candidate) (release func(err error, u Usage), ok bool)
+}
+
+type guardKey struct{}
+
+// WithGuard returns a copy of ctx that carries g. An LLM tier without a
+// Guard of its own uses the guard of its call's context.
+func WithGuard(ctx context.Context, g CandidateGuard) context.Context {
+	return context.WithValue(ctx, guardKey{}, g)
+}
+
+func guardFrom(ctx context.Context) CandidateGuard {
+	g, _ := ctx.Value(guardKey{}).(CandidateGuard)
+	return g
+}
+
+// LLMConfig configures an LLM tier. Zero fields take the defaults written
+// beside them.
+type LLMConfig struct {
+	Name       string // default: the Source
+	Source     Source // default SourcePrimary
+	Candidates []Candidate
+	// Retriever supplies the documents of the RAG prompt (shared through
+	// Query.Memo when the pipeline sets one); nil sends no documents.
+	Retriever retrieval.Retriever
+	// ContextDocs is how many documents go into the prompt; default 5.
+	ContextDocs int
+	// SystemPrompt replaces DefaultSystemPrompt.
+	SystemPrompt string
+	// Guard guards each candidate call; nil means the guard carried by the
+	// call's context (see WithGuard), or none.
+	Guard CandidateGuard
+}
+
+// LLM is a tier that asks OpenAI-compatible models, trying its candidates
+// in order until one answers. It is safe for concurrent use.
+type LLM struct {
+	name   string
+	source Source
+	cands  []Candidate
+	ret    retrieval.Retriever
+	k      int
+	system string
+	guard  CandidateGuard
+}
+
+var _ Tier = (*LLM)(nil)
+
+var errNoClient = errors.New("candidate has no client")
+
+// NewLLM returns an LLM tier.
+func NewLLM(cfg LLMConfig) *LLM {
+	l := &LLM{
+		name:   cfg.Name,
+		source: cfg.Source,
+		ret:    cfg.Retriever,
+		k:      cfg.ContextDocs,
+		system: cfg.SystemPrompt,
+		guard:  cfg.Guard,
+	}
+	if l.source == "" {
+		l.source = SourcePrimary
+	}
+	if l.name == "" {
+		l.name = string(l.source)
+	}
+	if l.k <= 0 {
+		l.k = 5
+	}
+	if l.system == "" {
+		l.system = DefaultSystemPrompt
+	}
+	for _, c := range cfg.Candidates {
+		if c.Model == "" {
+			c.Model = c.ID
+		}
+		l.cands = append(l.cands, c)
+	}
+	return l
+}
+
+// Name returns the tier's name.
+func (l *LLM) Name() string { return l.name }
+
+// Source returns the tier's source.
+func (l *LLM) Source() Source { return l.source }
+
+// Candidates returns a copy of the tier's candidates, in order.
+func (l *LLM) Candidates() []Candidate { return append([]Candidate(nil), l.cands...) }
+
+// DocsWanted returns how many documents the tier puts into its prompt, or
+// 0 without a Retriever.
+func (l *LLM) DocsWanted() int {
+	if l.ret == nil {
+		return 0
+	}
+	return l.k
+}
+
+// Answer asks the candidates in order. It stops at the first answer, at a
+// failure that is the question's fault (context length, content filter,
+// bad request: another candidate of the same tier would fail alike), or
+// when ctx is done. With no candidate tried it returns an *Error of
+// KindUnavailable wrapping ErrUnavailable; otherwise the last call's error.
+func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
+	docs := l.documents(ctx, q)
+	msgs := buildMessages(l.system, q.Question, docs)
+	g := l.guard
+	if g == nil {
+		g = guardFrom(ctx)
+	}
+	var last *Error
+	for _, c := range l.cands {
+		if err := ctx.Err(); err != nil {
+			if last == nil {
+				last = classifyCall(l.name, c.ID, err, err, 0)
+			}
+			return Answer{}, last
+		}
+		var release func(error, Usage)
+		if g != nil {
+			var ok bool
+			if release, ok = g.Acquire(ctx, l.name, c); !ok {
+				continue
+			}
+		}
+		a, e := l.call(ctx, c, msgs)
+		if release != nil {
+			if e != nil {
+				release(e, e.Usage)
+			} else {
+				release(nil, a.Usage)
+			}
+		}
+		if e == nil {
+			a.Docs = docs
+			return a, nil
+		}
+		last = e
+		switch e.Kind {
+		case KindCanceled, KindContextLength, KindContentFilter, KindBadRequest:
+			return Answer{}, e
+		}
+	}
+	if last == nil {
+		return Answer{}, &Error{Kind: KindUnavailable, Tier: l.name, Err: ErrUnavailable}
+	}
+	return Answer{}, last
+}
+
+// documents returns the prompt's documents; a failed retrieval leaves the
+// prompt without documents, and the model says it cannot answer.
+func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
+	if l.ret == nil {
+		return nil
+	}
+	docs, err := q.Memo.Docs(ctx, l.ret, q.Question, l.k)
+	if err != nil {
+		return nil
+	}
+	return docs
+}
+
+// call makes one chat completion call to c.
+func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletionMessage) (Answer, *Error) {
+	if c.Client == nil {
+		return Answer{}, &Error{Kind: KindOther, Tier: l.name, Model: c.ID, Err: errNoClient}
+	}
+	note := &callNote{}
+	res, err := c.Client.CreateChatCompletion(context.WithValue(ctx, callNoteKey{}, note),
+		openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens})
+	if err != nil {
+		return Answer{}, classifyCall(l.name, c.ID, err, ctx.Err(), note.retryAfter)
+	}
+	u := Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens}
+	if len(res.Choices) == 0 {
+		return Answer{}, &Error{Kind: KindEmpty, Tier: l.name, Model: c.ID, Usage: u, Err: errNoChoices}
+	}
+	ch := res.Choices[0]
+	text := strings.TrimSpace(ch.Message.Content)
+	if ch.FinishReason == openai.FinishReasonContentFilter {
+		return Answer{}, &Error{Kind: KindContentFilter, Tier: l.name, Model: c.ID, Usage: u, Err: errFiltered}
+	}
+	if text == "" {
+		return Answer{}, &Error{Kind: KindEmpty, Tier: l.name, Model: c.ID, Usage: u, Err: errNoContent}
+	}
+	return Answer{Text: text, Source: l.source, Model: c.ID, Usage: u}, nil
+}
+
+var (
+	errNoChoices = errors.New("response has no choices")
+	errNoContent = errors.New("response has no content")
+	errFiltered  = errors.New("response withheld by the content filter")
+)

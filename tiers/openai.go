@@ -1,0 +1,200 @@
+package tiers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// ClientConfig configures an OpenAI-compatible client made by NewClient.
+type ClientConfig struct {
+	// BaseURL is the endpoint, e.g. "https://api.openai.com/v1"; empty
+	// means OpenAI's.
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends none (e.g. Ollama).
+	APIKey string
+	// HTTPClient sends the requests; nil means a new http.Client. Its
+	// Timeout should be zero: the pipeline bounds each call by context.
+	HTTPClient openai.HTTPDoer
+}
+
+// NewClient returns a go-openai client whose HTTP client also records the
+// Retry-After header of 429 responses, so an LLM tier can report how long
+// the model asked to wait (go-openai does not expose response headers on
+// errors). Clients made otherwise work too, without Retry-After.
+func NewClient(cfg ClientConfig) *openai.Client {
+	oc := openai.DefaultConfig(cfg.APIKey)
+	if cfg.BaseURL != "" {
+		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
+	}
+	var doer openai.HTTPDoer = &http.Client{}
+	if cfg.HTTPClient != nil {
+		doer = cfg.HTTPClient
+	}
+	oc.HTTPClient = retryAfterDoer{next: doer}
+	return openai.NewClientWithConfig(oc)
+}
+
+// callNote is filled in by retryAfterDoer for the request whose context
+// carries it.
+type callNote struct {
+	retryAfter time.Duration
+}
+
+type callNoteKey struct{}
+
+// retryAfterDoer records the Retry-After of a 429 response into the
+// callNote of the request's context.
+type retryAfterDoer struct {
+	next openai.HTTPDoer
+}
+
+func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
+	res, err := d.next.Do(req)
+	if err != nil || res.StatusCode != http.StatusTooManyRequests {
+		return res, err
+	}
+	if n, ok := req.Context().Value(callNoteKey{}).(*callNote); ok {
+		n.retryAfter = parseRetryAfter(res.Header)
+	}
+	return res, err
+}
+
+// parseRetryAfter reads a Retry-After header given in seconds or as an
+// HTTP date; a date is taken relative to the response's Date header, so
+// no local clock is involved. It returns 0 when absent or unreadable.
+func parseRetryAfter(h http.Header) time.Duration {
+	v := strings.TrimSpace(h.Get("Retry-After"))
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs <= 0 || secs > 24*3600 {
+			return 0
+		}
+		return time.Duration(secs * float64(time.Second))
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0
+	}
+	now, err := http.ParseTime(h.Get("Date"))
+	if err != nil {
+		return 0
+	}
+	if d := at.Sub(now); d > 0 && d <= 24*time.Hour {
+		return d
+	}
+	return 0
+}
+
+// classifyCall maps an error of a go-openai call to an *Error with its Kind.
+// ctxErr is the call context's error, if any: it wins over what the
+// transport made of it.
+func classifyCall(tier, model string, err, ctxErr error, retryAfter time.Duration) *Error {
+	e := &Error{Kind: KindOther, Tier: tier, Model: model, Err: err}
+	var (
+		apiErr *openai.APIError
+		reqErr *openai.RequestError
+		synErr *json.SyntaxError
+		typErr *json.UnmarshalTypeError
+		netErr net.Error
+	)
+	switch {
+	case errors.Is(ctxErr, context.Canceled) || errors.Is(err, context.Canceled):
+		e.Kind = KindCanceled
+	case ctxErr != nil || errors.Is(err, context.DeadlineExceeded):
+		e.Kind = KindTimeout
+	case errors.As(err, &apiErr):
+		e.Status = apiErr.HTTPStatusCode
+		e.Kind = kindOfStatus(apiErr.HTTPStatusCode, apiErrorCodes(apiErr))
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
+		e.Status = reqErr.HTTPStatusCode
+		e.Kind = kindOfStatus(reqErr.HTTPStatusCode, nil)
+	case errors.As(err, &synErr), errors.As(err, &typErr):
+		e.Kind = KindMalformed
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
+		errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.ECONNREFUSED),
+		errors.Is(err, syscall.EPIPE):
+		e.Kind = KindConnection
+	case errors.As(err, &netErr):
+		if netErr.Timeout() {
+			e.Kind = KindTimeout
+		} else {
+			e.Kind = KindConnection
+		}
+	}
+	if e.Kind == KindRateLimited {
+		e.RetryAfter = retryAfter
+	}
+	return e
+}
+
+// apiErrorCodes returns the codes and type an API error carries, lower
+// case, for matching against known provider codes.
+func apiErrorCodes(e *openai.APIError) []string {
+	var codes []string
+	switch c := e.Code.(type) {
+	case string:
+		codes = append(codes, strings.ToLower(c))
+	case int:
+		codes = append(codes, strconv.Itoa(c))
+	}
+	if e.Type != "" {
+		codes = append(codes, strings.ToLower(e.Type))
+	}
+	if e.InnerError != nil && e.InnerError.Code != "" {
+		codes = append(codes, strings.ToLower(e.InnerError.Code))
+	}
+	return codes
+}
+
+// Provider error codes that mark the request's own fault.
+var (
+	contextLengthCodes = []string{"context_length_exceeded", "string_above_max_length", "context_too_long"}
+	contentFilterCodes = []string{"content_filter", "content_policy_violation", "responsibleaipolicyviolation", "data_inspection_failed"}
+)
+
+func hasCode(codes, known []string) bool {
+	for _, c := range codes {
+		for _, k := range known {
+			if c == k {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// kindOfStatus maps an HTTP error status (and provider codes) to a Kind.
+func kindOfStatus(status int, codes []string) Kind {
+	switch {
+	case status == http.StatusTooManyRequests:
+		return KindRateLimited
+	case status == http.StatusUnauthorized || status == http.StatusForbidden:
+		return KindAuth
+	case status == http.StatusRequestTimeout:
+		return KindTimeout
+	case status >= 500:
+		return KindServer
+	case hasCode(codes, contextLengthCodes):
+		return KindContextLength
+	case hasCode(codes, contentFilterCodes):
+		return KindContentFilter
+	case status == http.StatusBadRequest || status == http.StatusRequestEntityTooLarge ||
+		status == http.StatusUnprocessableEntity:
+		return KindBadRequest
+	}
+	// 404 (unknown model), 405 and the like: a broken endpoint, not the
+	// question's fault.
+	return KindOther
+}

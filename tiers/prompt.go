@@ -1,0 +1,71 @@
+package tiers
+
+import (
+	"strconv"
+	"strings"
+	"unicode"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragfuse/ragfuse/retrieval"
+)
+
+// DefaultSystemPrompt is the system prompt of an LLM tier: answer only from
+// the numbered documents, say so when they do not hold the answer, and
+// answer in the question's language.
+const DefaultSystemPrompt = `You are a customer-service assistant. Answer the user's question using only the numbered documents in the user's message.
+If the documents do not contain the answer, say plainly that the knowledge base does not cover it; do not guess and do not use outside knowledge.
+Answer in the same language as the question (answer a Chinese question in Chinese, an English question in English).
+Be concise, and cite the documents you used by their numbers, like [1].`
+
+// maxDocRunes caps the text of one document in a prompt.
+const maxDocRunes = 2000
+
+// DetectLanguage returns "zh" when s contains Han characters and "en"
+// otherwise.
+func DetectLanguage(s string) string {
+	for _, r := range s {
+		if unicode.Is(unicode.Han, r) {
+			return "zh"
+		}
+	}
+	return "en"
+}
+
+// buildMessages returns the RAG prompt: the system prompt, then one user
+// message with the numbered documents and the question.
+func buildMessages(system, question string, docs []retrieval.Doc) []openai.ChatCompletionMessage {
+	var b strings.Builder
+	if len(docs) == 0 {
+		b.WriteString("No documents were found for this question.\n\n")
+	} else {
+		b.WriteString("Documents:\n")
+		for i, d := range docs {
+			b.WriteString("[" + strconv.Itoa(i+1) + "] " + oneLine(d.Title) + "\n")
+			if t := clip(strings.TrimSpace(d.Text), maxDocRunes); t != "" {
+				b.WriteString(t + "\n")
+			}
+			b.WriteString("\n")
+		}
+	}
+	b.WriteString("Question: " + strings.TrimSpace(question))
+	return []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: system},
+		{Role: openai.ChatMessageRoleUser, Content: b.String()},
+	}
+}
+
+// oneLine joins the lines of s with spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// clip returns s cut to at most n runes, marking a cut with "…".
+func clip(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return strings.TrimSpace(s[:j]) + "…"
+		}
+		i++
+	}
+	return s
+}
