@@ -48,7 +48,7 @@ func TestLimiterRefills(t *testing.T) {
 	allowed := 0
 	for range 100 {
 		if ok, err := l.Allow(ctx, "fast", 1e6, 1); err != nil {
-			t.Fatal(err)
+			t.Fatalf("%v; logs:\n%s", err, ns[0].log.all())
 		} else if ok {
 			allowed++
 		}

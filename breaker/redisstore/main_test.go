@@ -43,6 +43,7 @@ func newNode(t *testing.T, url, prefix string, bc breaker.Config) *node {
 	n := &node{clk: breaker.NewManualClock(t0), log: &logRec{}}
 	st, err := redisstore.New(redisstore.Config{
 		URL: url, Prefix: prefix, Clock: n.clk, Logger: slog.New(n.log),
+		OpTimeout: testOpTimeout,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -70,10 +71,15 @@ func cluster(t *testing.T, n int, bc breaker.Config) []*node {
 	return ns
 }
 
-// eventually polls cond every 5ms until it holds, for at most 2s.
+// testOpTimeout is the stores' OpTimeout in tests: longer than the
+// default, so that a loaded test machine does not pass for an outage.
+const testOpTimeout = 500 * time.Millisecond
+
+// eventually polls cond every 5ms until it holds, for at most 5s (pub/sub
+// takes milliseconds; the margin is for loaded test machines).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Second)
+	deadline := time.Now().Add(5 * time.Second)
 	for !cond() {
 		if time.Now().After(deadline) {
 			t.Fatalf("timed out waiting for %s", what)

@@ -82,12 +82,12 @@ type Config struct {
 // for concurrent use. Breakers created with it attach to it automatically
 // (it is a breaker.Attacher). Call Close when done.
 type Store struct {
-	cfg      Config
-	rdb      redis.UniversalClient
-	own      bool // rdb was made by New: Close closes it
-	ps       *redis.PubSub
-	log      *slog.Logger
-	channel  string
+	cfg     Config
+	rdb     redis.UniversalClient
+	own     bool // rdb was made by New: Close closes it
+	ps      *redis.PubSub
+	log     *slog.Logger
+	channel string
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
@@ -100,10 +100,10 @@ type Store struct {
 	healthy    atomic.Bool
 	subscribed chan struct{} // closed on the first subscription
 
-	mu         sync.Mutex // guards the fields below and every entry's breakers
-	outbox     map[string]breaker.Shared
-	resync     map[string]bool
-	resyncAll  bool
+	mu        sync.Mutex // guards the fields below and every entry's breakers
+	outbox    map[string]breaker.Shared
+	resync    map[string]bool
+	resyncAll bool
 }
 
 // entry is one breaker name known to the store.
@@ -308,14 +308,20 @@ func (s *Store) targets(e *entry) []*breaker.Breaker {
 	return slices.Clone(e.breakers)
 }
 
-// Publish records s as the shared state of name, hands it at once to the
+// Publish records sh as the shared state of name, hands it at once to the
 // other breakers of that name in this process, and leaves the write to
 // Redis and the notification of other processes to the background
 // worker. It never blocks on Redis.
+//
+// HALF_OPEN stays in this process: every process turns half-open by itself
+// when the shared open time ends, and a HALF_OPEN announcement overtaken by
+// the OPEN of a failed probe would end that new open time early.
 func (s *Store) Publish(name string, sh breaker.Shared) {
 	e := s.lookup(name)
 	s.mu.Lock()
-	s.outbox[name] = sh
+	if sh.State != breaker.StateHalfOpen {
+		s.outbox[name] = sh
+	}
 	var targets []*breaker.Breaker
 	if e != nil {
 		targets = slices.Clone(e.breakers)

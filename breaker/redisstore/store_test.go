@@ -49,13 +49,13 @@ func TestOneProbeInCluster(t *testing.T) {
 
 	// Probe fails: every instance opens again, for the same time.
 	var probes []int
-	var permit breaker.Permit
+	var permit *breaker.Permit
 	for i, b := range bs {
 		p, err := b.Allow()
 		switch {
 		case err == nil:
 			probes = append(probes, i)
-			permit = p
+			permit = &p
 		case !errors.Is(err, breaker.ErrTooManyProbes):
 			t.Fatalf("instance %d: %v", i, err)
 		}
@@ -82,7 +82,7 @@ func TestOneProbeInCluster(t *testing.T) {
 		p, err := b.Allow()
 		if err == nil {
 			probes = append(probes, i)
-			permit = p
+			permit = &p
 		}
 	}
 	if len(probes) != 1 {

@@ -107,9 +107,6 @@ func (s *Store) cycle(parent context.Context) {
 			msg := encode(name, sh, s.cfg.Instance)
 			p.Set(ctx, s.stateKey(name), msg, s.cfg.StateTTL)
 			p.Publish(ctx, s.channel, msg)
-			if sh.State == breaker.StateHalfOpen {
-				continue
-			}
 			p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
 			if e := names[name]; e != nil {
 				idx := e.bucket(now)
