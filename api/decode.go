@@ -1,0 +1,170 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// AskRequest is the body of POST /v1/ask. Unknown fields are refused
+// (400 unknown_field), so a misspelt "tenant" cannot silently send a
+// question to the default tenant.
+type AskRequest struct {
+	TenantID  string `json:"tenant_id"`  // optional; with API keys it must match the key's tenant
+	SessionID string `json:"session_id"` // optional; at most 128 bytes
+	Question  string `json:"question"`   // required; at most server.max_question_bytes
+}
+
+// limits bounds what a request may carry.
+type limits struct {
+	maxBody     int // bytes of the body
+	maxQuestion int // bytes of the question
+}
+
+const maxSessionBytes = 128
+
+// readJSONBody checks the content type and reads at most l.maxBody bytes
+// of a valid UTF-8 body.
+func readJSONBody(r *http.Request, l limits) ([]byte, error) {
+	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
+		return nil, err
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, int64(l.maxBody)))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body too large")
+		}
+		return nil, newError(http.StatusBadRequest, CodeBadJSON, "could not read the request body")
+	}
+	if !utf8.Valid(body) {
+		return nil, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
+	}
+	return body, nil
+}
+
+// checkJSONContentType accepts application/json with an optional charset
+// of utf-8, and nothing else.
+func checkJSONContentType(ct string) error {
+	bad := newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia, "the body must be application/json")
+	if ct == "" {
+		return bad
+	}
+	mt, params, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return bad
+	}
+	if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+		return bad
+	}
+	return nil
+}
+
+// decodeStrict decodes exactly one JSON object into v. With strict set,
+// unknown fields are an error.
+func decodeStrict(body []byte, v any, strict bool) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(v); err != nil {
+		if strict && strings.HasPrefix(err.Error(), "json: unknown field ") {
+			// encoding/json offers no typed error for this case.
+			return newError(http.StatusBadRequest, CodeUnknownField,
+				"unknown field "+strings.TrimPrefix(err.Error(), "json: unknown field "))
+		}
+		return newError(http.StatusBadRequest, CodeBadJSON, "the body must be one JSON object: "+jsonProblem(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return newError(http.StatusBadRequest, CodeBadJSON, "the body must be one JSON object: trailing data")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing the input.
+func jsonProblem(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return "syntax error"
+	case errors.As(err, &te):
+		if te.Field != "" {
+			return "wrong type for " + te.Field
+		}
+		return "wrong type"
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "empty or truncated"
+	}
+	return "malformed"
+}
+
+// decodeAsk decodes and validates the body of /v1/ask. Every error it
+// returns is an *Error with a 4xx status.
+func decodeAsk(body []byte, l limits) (AskRequest, error) {
+	var req AskRequest
+	if !utf8.Valid(body) {
+		return req, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
+	}
+	if err := decodeStrict(body, &req, true); err != nil {
+		return AskRequest{}, err
+	}
+	if err := checkQuestion(req.Question, l); err != nil {
+		return AskRequest{}, err
+	}
+	if req.TenantID != "" && !validTenant(req.TenantID) {
+		return AskRequest{}, newError(http.StatusBadRequest, CodeInvalidTenant, "tenant_id must be 1-64 characters of A-Z a-z 0-9 _ . -")
+	}
+	if err := checkSession(req.SessionID); err != nil {
+		return AskRequest{}, err
+	}
+	return req, nil
+}
+
+// checkQuestion validates a question: present, not only white space, at
+// most l.maxQuestion bytes and valid UTF-8. (encoding/json turns invalid
+// bytes and lone surrogate escapes into U+FFFD, so callers check the raw
+// body as well.)
+func checkQuestion(q string, l limits) error {
+	if strings.TrimSpace(q) == "" {
+		return newError(http.StatusBadRequest, CodeEmptyQuestion, "question is required")
+	}
+	if len(q) > l.maxQuestion {
+		return newError(http.StatusRequestEntityTooLarge, CodeQuestionTooLong,
+			"the question is longer than the limit of "+strconv.Itoa(l.maxQuestion)+" bytes")
+	}
+	if !utf8.ValidString(q) {
+		return newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
+	}
+	return nil
+}
+
+func checkSession(s string) error {
+	if len(s) > maxSessionBytes {
+		return newError(http.StatusBadRequest, CodeInvalidSession, "session_id is longer than 128 bytes")
+	}
+	return nil
+}
+
+// validTenant reports whether id is 1-64 characters of [A-Za-z0-9_.-].
+func validTenant(id string) bool {
+	if id == "" || len(id) > 64 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case c == '_' || c == '.' || c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,206 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+)
+
+var testLimits = limits{maxBody: 1 << 10, maxQuestion: 64}
+
+func TestDecodeAsk(t *testing.T) {
+	tests := []struct {
+		name   string
+		body   string
+		code   string // "" means success
+		status int
+	}{
+		{"ok", `{"question":"How do I return an item?"}`, "", 0},
+		{"all fields", `{"tenant_id":"acme","session_id":"s-1","question":"hi"}`, "", 0},
+		{"empty body", ``, CodeBadJSON, 400},
+		{"not an object", `["question"]`, CodeBadJSON, 400},
+		{"syntax error", `{"question":`, CodeBadJSON, 400},
+		{"wrong type", `{"question":42}`, CodeBadJSON, 400},
+		{"two objects", `{"question":"a"}{"question":"b"}`, CodeBadJSON, 400},
+		{"trailing garbage", `{"question":"a"} x`, CodeBadJSON, 400},
+		{"unknown field", `{"tenant":"acme","question":"a"}`, CodeUnknownField, 400},
+		{"missing question", `{"tenant_id":"acme"}`, CodeEmptyQuestion, 400},
+		{"blank question", `{"question":" \n\t "}`, CodeEmptyQuestion, 400},
+		{"null question", `{"question":null}`, CodeEmptyQuestion, 400},
+		{"question too long", `{"question":"` + strings.Repeat("a", 65) + `"}`, CodeQuestionTooLong, 413},
+		{"question at the limit", `{"question":"` + strings.Repeat("a", 64) + `"}`, "", 0},
+		{"invalid utf8", "{\"question\":\"\xff\xfe\"}", CodeInvalidUTF8, 400},
+		{"bad tenant", `{"tenant_id":"a b","question":"q"}`, CodeInvalidTenant, 400},
+		{"long tenant", `{"tenant_id":"` + strings.Repeat("t", 65) + `","question":"q"}`, CodeInvalidTenant, 400},
+		{"long session", `{"session_id":"` + strings.Repeat("s", 129) + `","question":"q"}`, CodeInvalidSession, 400},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			req, err := decodeAsk([]byte(tc.body), testLimits)
+			if tc.code == "" {
+				if err != nil {
+					t.Fatalf("decodeAsk: %v", err)
+				}
+				if req.Question == "" {
+					t.Fatal("question lost")
+				}
+				return
+			}
+			var ae *Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("err = %v, want *Error %s", err, tc.code)
+			}
+			if ae.Code != tc.code || ae.Status != tc.status {
+				t.Fatalf("got %d %s, want %d %s", ae.Status, ae.Code, tc.status, tc.code)
+			}
+		})
+	}
+}
+
+func TestCheckJSONContentType(t *testing.T) {
+	for ct, ok := range map[string]bool{
+		"application/json":                  true,
+		"application/json; charset=utf-8":   true,
+		"application/json; charset=UTF-8":   true,
+		"application/json; charset=latin1":  false,
+		"text/plain":                        false,
+		"":                                  false,
+		"application/x-www-form-urlencoded": false,
+		"application/json;;;":               false,
+	} {
+		if got := checkJSONContentType(ct) == nil; got != ok {
+			t.Errorf("checkJSONContentType(%q) ok = %v, want %v", ct, got, ok)
+		}
+	}
+}
+
+func TestDecodeChat(t *testing.T) {
+	tests := []struct {
+		name, body, question, code string
+	}{
+		{"last user message", `{"model":"x","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a"},{"role":"user","content":"second"}]}`, "second", ""},
+		{"content parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"how "},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"now"}]}]}`, "how now", ""},
+		{"unknown fields ignored", `{"temperature":0.2,"messages":[{"role":"user","content":"q"}]}`, "q", ""},
+		{"no user message", `{"messages":[{"role":"system","content":"be nice"}]}`, "", CodeEmptyQuestion},
+		{"no messages", `{}`, "", CodeEmptyQuestion},
+		{"stream", `{"stream":true,"messages":[{"role":"user","content":"q"}]}`, "", CodeStreamUnsupported},
+		{"bad content", `{"messages":[{"role":"user","content":{"a":1}}]}`, "", CodeBadJSON},
+		{"too long", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 65) + `"}]}`, "", CodeQuestionTooLong},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, q, err := decodeChat([]byte(tc.body), testLimits)
+			if tc.code == "" {
+				if err != nil || q != tc.question {
+					t.Fatalf("got %q, %v; want %q", q, err, tc.question)
+				}
+				return
+			}
+			var ae *Error
+			if !errors.As(err, &ae) || ae.Code != tc.code {
+				t.Fatalf("err = %v, want %s", err, tc.code)
+			}
+		})
+	}
+}
+
+func TestSaneRequestID(t *testing.T) {
+	for id, ok := range map[string]bool{
+		"abc-123":                true,
+		"trace:1.2_3":            true,
+		"":                       false,
+		"has space":              false,
+		"new\nline":              false,
+		strings.Repeat("a", 128): true,
+		strings.Repeat("a", 129): false,
+		"<script>":               false,
+	} {
+		if saneRequestID(id) != ok {
+			t.Errorf("saneRequestID(%q) = %v, want %v", id, !ok, ok)
+		}
+	}
+}
+
+// FuzzDecodeAsk checks that no body makes the decoder panic, that every
+// refusal is a 4xx *Error, and that an accepted request satisfies every
+// limit.
+func FuzzDecodeAsk(f *testing.F) {
+	for _, s := range []string{
+		`{"question":"How do I return an item?"}`,
+		`{"tenant_id":"acme","session_id":"s","question":"退货政策是什么？"}`,
+		`{"question":"\ud800"}`,
+		"{\"question\":\"\xff\"}",
+		`{"question":""}`, `[]`, `null`, `{"question":1e999}`, `{"a":{"b":[[[[]]]]}}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req, err := decodeAsk(body, testLimits)
+		if err != nil {
+			var ae *Error
+			if !errors.As(err, &ae) {
+				t.Fatalf("error %v is not an *Error", err)
+			}
+			if ae.Status < 400 || ae.Status > 499 || ae.Code == "" {
+				t.Fatalf("refusal %d %q is not a coded 4xx", ae.Status, ae.Code)
+			}
+			if es := errorStatus(err); es.Status != ae.Status {
+				t.Fatalf("errorStatus changed the status: %d -> %d", ae.Status, es.Status)
+			}
+			return
+		}
+		if strings.TrimSpace(req.Question) == "" || len(req.Question) > testLimits.maxQuestion ||
+			!utf8.ValidString(req.Question) {
+			t.Fatalf("accepted a bad question %q", req.Question)
+		}
+		if req.TenantID != "" && !validTenant(req.TenantID) {
+			t.Fatalf("accepted a bad tenant %q", req.TenantID)
+		}
+		if len(req.SessionID) > maxSessionBytes {
+			t.Fatalf("accepted a long session id")
+		}
+	})
+}
+
+// FuzzAskHandler sends arbitrary bodies through the whole handler stack
+// (with a chain that needs no model) and checks that every response is a
+// 200 answer or a coded 4xx JSON error.
+func FuzzAskHandler(f *testing.F) {
+	h := newHarness(f, harnessOptions{config: func(c *pipeline.Config) {
+		c.Tiers = []pipeline.TierConfig{
+			{Name: "retrieval", Kind: "retrieval"},
+			{Name: "static", Kind: "static", Message: "Please contact customer service."},
+		}
+	}})
+	f.Add([]byte(`{"question":"How do I return an item?"}`), "application/json")
+	f.Add([]byte(`{"question":"x","tenant_id":"t"}`), "application/json; charset=utf-8")
+	f.Add([]byte(`{"question":"x"}`), "text/plain")
+	f.Add([]byte("{\"question\":\"\xc3\"}"), "application/json")
+	f.Fuzz(func(t *testing.T, body []byte, contentType string) {
+		req := httptest.NewRequest(http.MethodPost, "/v1/ask", bytes.NewReader(body))
+		req.Header.Set("Content-Type", contentType)
+		w := httptest.NewRecorder()
+		h.srv.Handler().ServeHTTP(w, req)
+		switch {
+		case w.Code == http.StatusOK:
+			var a AskResponse
+			if err := json.Unmarshal(w.Body.Bytes(), &a); err != nil || a.Answer == "" || a.Source == "" {
+				t.Fatalf("200 with body %s", w.Body)
+			}
+		case w.Code >= 400 && w.Code < 500:
+			var e errorBody
+			if err := json.Unmarshal(w.Body.Bytes(), &e); err != nil || e.Error.Code == "" {
+				t.Fatalf("%d with body %s", w.Code, w.Body)
+			}
+		default:
+			t.Fatalf("status %d: %s", w.Code, w.Body)
+		}
+	})
+}

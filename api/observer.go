@@ -1,0 +1,153 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/pipeline"
+)
+
+// Observer turns the pipeline's events into Prometheus metrics and
+// structured logs (one line per breaker transition). Create it before the
+// pipeline, pass it to pipeline.Build as the observer and to New as
+// Config.Observer; New attaches the pipeline so gauges (breaker states,
+// bulkheads, cache sizes) are read from pipeline.Status at scrape time.
+// An Observer is safe for concurrent use.
+type Observer struct {
+	log *slog.Logger
+
+	questions      *prometheus.CounterVec   // source
+	questionTime   *prometheus.HistogramVec // source
+	attempts       *prometheus.CounterVec   // tier, model, outcome
+	attemptTime    *prometheus.HistogramVec // tier, model
+	transitions    *prometheus.CounterVec   // breaker, from, to
+	bulkheadReject *prometheus.CounterVec   // tier
+	rateLimited    *prometheus.CounterVec   // scope
+	cacheLookups   *prometheus.CounterVec   // tier, result
+	tokens         *prometheus.CounterVec   // tier, model, kind
+	tokensWasted   *prometheus.CounterVec   // tier, model
+	httpRequests   *prometheus.CounterVec   // route, method, code
+	httpTime       *prometheus.HistogramVec // route
+
+	status atomic.Pointer[statusFunc] // set by attach; read at scrape time
+}
+
+type statusFunc func() pipeline.Status
+
+var _ pipeline.Observer = (*Observer)(nil)
+
+// latencyBuckets span cache hits (sub-millisecond) to hung models (tens
+// of seconds).
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 20, 30, 60}
+
+// NewObserver returns an Observer registering its metrics on reg (use a
+// registry of your own, not the global default) and logging to logger
+// (nil: slog.Default()). It panics if reg already holds ragfuse metrics,
+// as prometheus.MustRegister does.
+func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
+	if logger == nil {
+		logger = slog.Default()
+	}
+	o := &Observer{
+		log: logger,
+		questions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "questions_total", Help: "Questions answered, by the source of the answer."}, []string{"source"}),
+		questionTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ragfuse",
+			Name: "question_duration_seconds", Help: "End-to-end time to answer a question, by source.",
+			Buckets: latencyBuckets}, []string{"source"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "attempts_total", Help: "Tier and model attempts, by outcome (success, a failure kind or a skip reason)."},
+			[]string{"tier", "model", "outcome"}),
+		attemptTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ragfuse",
+			Name: "attempt_duration_seconds", Help: "Time spent in a tier or model call (skips excluded).",
+			Buckets: latencyBuckets}, []string{"tier", "model"}),
+		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "breaker_transitions_total", Help: "Circuit breaker state changes."}, []string{"breaker", "from", "to"}),
+		bulkheadReject: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "bulkhead_rejected_total", Help: "Calls a bulkhead turned away."}, []string{"tier"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "rate_limited_total", Help: "Questions over a rate limit, by scope (global, tenant)."}, []string{"scope"}),
+		cacheLookups: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "cache_lookups_total", Help: "Semantic cache lookups, by result (hit, miss, stale)."}, []string{"tier", "result"}),
+		tokens: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "tokens_total", Help: "Model tokens spent, by kind (prompt, completion)."}, []string{"tier", "model", "kind"}),
+		tokensWasted: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "tokens_wasted_total", Help: "Model tokens spent on attempts that did not produce the answer."}, []string{"tier", "model"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "http_requests_total", Help: "HTTP requests, by route, method and status code."}, []string{"route", "method", "code"}),
+		httpTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ragfuse",
+			Name: "http_request_duration_seconds", Help: "HTTP request duration, by route.",
+			Buckets: latencyBuckets}, []string{"route"}),
+	}
+	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions,
+		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
+		o.httpRequests, o.httpTime, statusCollector{o})
+	return o
+}
+
+// Observe records e. It implements pipeline.Observer.
+func (o *Observer) Observe(e pipeline.Event) {
+	switch e.Kind {
+	case pipeline.EventAttempt:
+		a := e.Attempt
+		o.attempts.WithLabelValues(a.Tier, a.Model, a.Outcome).Inc()
+		if !skipped(a.Outcome) {
+			o.attemptTime.WithLabelValues(a.Tier, a.Model).Observe(a.Duration.Seconds())
+		}
+		if a.Usage.Total() > 0 {
+			o.tokens.WithLabelValues(a.Tier, a.Model, "prompt").Add(float64(a.Usage.PromptTokens))
+			o.tokens.WithLabelValues(a.Tier, a.Model, "completion").Add(float64(a.Usage.CompletionTokens))
+			if a.Outcome != pipeline.OutcomeSuccess {
+				o.tokensWasted.WithLabelValues(a.Tier, a.Model).Add(float64(a.Usage.Total()))
+			}
+		}
+	case pipeline.EventAnswered:
+		if r := e.Result; r != nil {
+			o.questions.WithLabelValues(string(r.Source)).Inc()
+			o.questionTime.WithLabelValues(string(r.Source)).Observe(r.Duration.Seconds())
+		}
+	case pipeline.EventBreaker:
+		o.transitions.WithLabelValues(e.Breaker, e.From.String(), e.To.String()).Inc()
+		level := slog.LevelInfo
+		if e.To == breaker.StateOpen {
+			level = slog.LevelWarn
+		}
+		o.log.LogAttrs(context.Background(), level, "breaker state changed",
+			slog.String("breaker", e.Breaker), slog.String("from", e.From.String()),
+			slog.String("to", e.To.String()), slog.Time("at", e.Time))
+	case pipeline.EventRateLimited:
+		o.rateLimited.WithLabelValues(e.Reason).Inc()
+	case pipeline.EventBulkheadRejected:
+		o.bulkheadReject.WithLabelValues(e.Tier).Inc()
+	case pipeline.EventCache:
+		o.cacheLookups.WithLabelValues(e.Tier, e.Reason).Inc()
+	}
+}
+
+// skipped reports whether an attempt outcome is a skip, which takes no
+// time worth a latency sample.
+func skipped(outcome string) bool {
+	switch outcome {
+	case pipeline.OutcomeBreakerOpen, pipeline.OutcomeBulkheadFull, pipeline.OutcomeCoolingDown,
+		pipeline.OutcomeQuota, pipeline.OutcomeBudgetExhausted:
+		return true
+	}
+	return false
+}
+
+// httpRequest records one HTTP request.
+func (o *Observer) httpRequest(route, method, code string, d time.Duration) {
+	o.httpRequests.WithLabelValues(route, method, code).Inc()
+	o.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// attach makes scrape-time gauges read status.
+func (o *Observer) attach(status func() pipeline.Status) {
+	f := statusFunc(status)
+	o.status.Store(&f)
+}

@@ -1,0 +1,179 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// HeaderSource carries the answer's source on /v1/chat/completions.
+const HeaderSource = "X-Ragfuse-Source"
+
+// chatRequest is the part of an OpenAI chat completion request ragfuse
+// reads. Other fields (temperature, tools…) are accepted and ignored: the
+// pipeline decides how models are called.
+type chatRequest struct {
+	Model    string        `json:"model"` // echoed back when no model answered
+	Messages []chatMessage `json:"messages"`
+	Stream   bool          `json:"stream"`
+	User     string        `json:"user"` // used as the session id
+}
+
+type chatMessage struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// text returns the message content: a string, or the text parts of an
+// array of content parts.
+func (m chatMessage) text() (string, bool) {
+	if len(m.Content) == 0 || string(m.Content) == "null" {
+		return "", true
+	}
+	var s string
+	if json.Unmarshal(m.Content, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if err := json.Unmarshal(m.Content, &parts); err != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" || p.Type == "" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), true
+}
+
+// ChatCompletion is the OpenAI-shaped answer of /v1/chat/completions, with
+// ragfuse's own field beside the standard ones.
+type ChatCompletion struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"` // "chat.completion"
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   chatUsage    `json:"usage"`
+	Ragfuse RagfuseInfo  `json:"ragfuse"`
+}
+
+type chatChoice struct {
+	Index        int            `json:"index"`
+	Message      chatMessageOut `json:"message"`
+	FinishReason string         `json:"finish_reason"`
+}
+
+type chatMessageOut struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// RagfuseInfo is the "ragfuse" field of a ChatCompletion: how the answer
+// was made.
+type RagfuseInfo struct {
+	Source    tiers.Source  `json:"source"`
+	Degraded  bool          `json:"degraded"`
+	Note      string        `json:"note"`
+	Actions   Actions       `json:"actions"`
+	Docs      []DocRef      `json:"docs"`
+	Attempts  []AttemptInfo `json:"attempts"`
+	RequestID string        `json:"request_id"`
+}
+
+// decodeChat decodes and validates a chat completion request and returns
+// it with the question: the text of the last user message.
+func decodeChat(body []byte, l limits) (chatRequest, string, error) {
+	var req chatRequest
+	if !utf8.Valid(body) {
+		return req, "", newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
+	}
+	if err := decodeStrict(body, &req, false); err != nil {
+		return chatRequest{}, "", err
+	}
+	if req.Stream {
+		return chatRequest{}, "", newError(http.StatusBadRequest, CodeStreamUnsupported,
+			"stream: true is not supported on this server yet; send stream: false")
+	}
+	var question string
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role != "user" {
+			continue
+		}
+		t, ok := req.Messages[i].text()
+		if !ok {
+			return chatRequest{}, "", newError(http.StatusBadRequest, CodeBadJSON, "message content must be a string or an array of text parts")
+		}
+		question = t
+		break
+	}
+	if err := checkQuestion(question, l); err != nil {
+		return chatRequest{}, "", err
+	}
+	if err := checkSession(req.User); err != nil {
+		return chatRequest{}, "", err
+	}
+	return req, question, nil
+}
+
+// chatCompletions serves POST /v1/chat/completions.
+func (s *Server) chatCompletions(c echo.Context) error {
+	body, err := readJSONBody(c.Request(), s.lim)
+	if err != nil {
+		return err
+	}
+	req, question, err := decodeChat(body, s.lim)
+	if err != nil {
+		return err
+	}
+	tenant, err := resolveTenant(c, c.Request().Header.Get(HeaderTenant))
+	if err != nil {
+		return err
+	}
+	res, err := s.run(c, tiers.Query{Tenant: tenant, Session: req.User, Question: question})
+	if err != nil {
+		return err
+	}
+	lang := s.notes.language(c.Request().Header.Get("Accept-Language"))
+	a := s.askResponse(res, lang, requestID(c))
+	model := res.Model
+	if model == "" {
+		model = req.Model
+	}
+	if model == "" {
+		model = "ragfuse"
+	}
+	finish := "stop"
+	if res.Interrupted {
+		finish = "length"
+	}
+	out := ChatCompletion{
+		ID:      "chatcmpl-" + a.RequestID,
+		Object:  "chat.completion",
+		Created: time.Now().Unix(),
+		Model:   model,
+		Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: res.Text}, FinishReason: finish}},
+		Usage: chatUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
+			TotalTokens: res.Usage.Total()},
+		Ragfuse: RagfuseInfo{Source: a.Source, Degraded: a.Degraded, Note: a.Note, Actions: a.Actions,
+			Docs: a.Docs, Attempts: a.Attempts, RequestID: a.RequestID},
+	}
+	c.Response().Header().Set(HeaderSource, string(res.Source))
+	return c.JSON(http.StatusOK, out)
+}

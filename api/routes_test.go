@@ -1,0 +1,304 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/ragfuse/ragfuse/tiers"
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
+)
+
+func TestHealthAndReady(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, path := range []string{"/healthz", "/readyz"} {
+		w := h.do(http.MethodGet, path, "")
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"status"`) {
+			t.Errorf("%s: %d %s", path, w.Code, w.Body)
+		}
+		if w.Header().Get(HeaderRequestID) == "" {
+			t.Errorf("%s: no request id", path)
+		}
+	}
+	h.srv.draining.Store(true)
+	w := h.do(http.MethodGet, "/readyz", "")
+	if w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("readyz while draining: %d", w.Code)
+	}
+	if b := decodeError(t, w); b.Error.Code != CodeUnavailable {
+		t.Errorf("code %s", b.Error.Code)
+	}
+	if w := h.do(http.MethodGet, "/healthz", ""); w.Code != http.StatusOK {
+		t.Errorf("healthz while draining: %d", w.Code)
+	}
+}
+
+func TestStatusRoute(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
+	h.ask("How do I return an item?")
+	w := h.do(http.MethodGet, "/v1/status", "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+	var st StatusResponse
+	if err := json.Unmarshal(w.Body.Bytes(), &st); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ti := range st.Tiers {
+		names = append(names, ti.Name)
+	}
+	if strings.Join(names, ",") != "cache,primary,fallback,retrieval,static" {
+		t.Errorf("tiers %v", names)
+	}
+	var model *BreakerInfo
+	for i := range st.Breakers {
+		if st.Breakers[i].Name == "model/"+modelPrimary {
+			model = &st.Breakers[i]
+		}
+	}
+	if model == nil || model.State != "closed" || model.Failures != 1 {
+		t.Errorf("model breaker %+v in %+v", model, st.Breakers)
+	}
+	if !st.KnowledgeBase.Loaded || len(st.Caches) != 1 || st.Caches[0].Entries != 0 {
+		t.Errorf("kb %+v caches %+v", st.KnowledgeBase, st.Caches)
+	}
+}
+
+func TestMetricsRoute(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.ask("How do I return an item?")
+	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
+	h.ask("How long do refunds take?")
+	w := h.do(http.MethodGet, "/metrics", "")
+	if w.Code != http.StatusOK {
+		t.Fatalf("%d", w.Code)
+	}
+	body := w.Body.String()
+	for _, want := range []string{
+		`ragfuse_questions_total{source="primary"} 1`,
+		`ragfuse_questions_total{source="fallback"} 1`,
+		`ragfuse_attempts_total{model="test-primary",outcome="server_error",tier="primary"} 1`,
+		`ragfuse_attempts_total{model="test-fallback",outcome="success",tier="fallback"} 1`,
+		`ragfuse_question_duration_seconds_count{source="primary"} 1`,
+		`ragfuse_attempt_duration_seconds_count{model="test-primary",tier="primary"} 2`,
+		`ragfuse_breaker_state{breaker="model/test-primary"} 0`,
+		`ragfuse_cache_lookups_total{result="miss",tier="cache"} 2`,
+		`ragfuse_cache_entries{tier="cache"} 1`,
+		`ragfuse_tokens_total{kind="completion",model="test-primary",tier="primary"}`,
+		`ragfuse_http_requests_total{code="200",method="POST",route="/v1/ask"} 2`,
+		`ragfuse_knowledge_base_version`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+}
+
+func TestReloadRoute(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	w := h.do(http.MethodPost, "/v1/admin/reload", "")
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"reloaded":true`) {
+		t.Fatalf("%d %s", w.Code, w.Body)
+	}
+}
+
+func TestRequestIDs(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	a := h.do(http.MethodGet, "/healthz", "").Header().Get(HeaderRequestID)
+	b := h.do(http.MethodGet, "/healthz", "").Header().Get(HeaderRequestID)
+	if len(a) != 32 || a == b {
+		t.Errorf("new request ids %q %q", a, b)
+	}
+	if got := h.do(http.MethodGet, "/healthz", "", HeaderRequestID, "evil\"id<>").Header().Get(HeaderRequestID); got == "evil\"id<>" {
+		t.Error("an insane request id was echoed")
+	}
+}
+
+// TestLogs checks the one line per question and that API keys never
+// reach the log.
+func TestLogs(t *testing.T) {
+	const secret = "sk-very-secret-value"
+	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{secret: "acme"} }})
+	h.do(http.MethodPost, "/v1/ask", `{"question":"How do I return an item?"}`, "Authorization", "Bearer "+secret, HeaderRequestID, "log-1")
+	h.do(http.MethodPost, "/v1/ask", `{"question":"hi"}`, "Authorization", "Bearer "+secret+"x")
+	h.srv.e.GET("/boom", func(echo.Context) error { panic("boom") })
+	h.do(http.MethodGet, "/boom", "", "Authorization", "Bearer "+secret)
+	logs := h.logs.String()
+	if strings.Contains(logs, secret) || strings.Contains(logs, "very-secret") {
+		t.Fatalf("a key reached the log:\n%s", logs)
+	}
+	var line map[string]any
+	for _, l := range strings.Split(logs, "\n") {
+		if strings.Contains(l, `"request_id":"log-1"`) && strings.Contains(l, "question answered") {
+			_ = json.Unmarshal([]byte(l), &line)
+		}
+	}
+	if line == nil {
+		t.Fatalf("no question line for log-1:\n%s", logs)
+	}
+	for _, k := range []string{"tenant", "source", "attempts", "duration_ms"} {
+		if _, ok := line[k]; !ok {
+			t.Errorf("question line lacks %s: %v", k, line)
+		}
+	}
+	if line["tenant"] != "acme" || line["source"] != "primary" {
+		t.Errorf("question line %v", line)
+	}
+}
+
+func TestDemoRoutes(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	h.srv.demo, h.srv.models = h.up, []string{modelPrimary, modelFallback}
+	h.srv.e = h.srv.routes()
+
+	w := h.do(http.MethodPut, "/v1/demo/faults/"+modelPrimary, `{"mode":"status","status":503}`)
+	if w.Code != http.StatusOK || h.up.Fault(modelPrimary).Status != 503 {
+		t.Fatalf("put: %d %s", w.Code, w.Body)
+	}
+	if a := h.ask("How do I return an item?"); a.Source != tiers.SourceFallback {
+		t.Fatalf("source %s after the primary fault", a.Source)
+	}
+	w = h.do(http.MethodGet, "/v1/demo/faults", "")
+	if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"test-primary":{"mode":"status","status":503}`) {
+		t.Fatalf("get all: %d %s", w.Code, w.Body)
+	}
+	for _, tc := range []struct {
+		method, path, body string
+		status             int
+	}{
+		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"explode"}`, 400},
+		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"latency","delay":"-1s"}`, 400},
+		{"PUT", "/v1/demo/faults/no-such-model", `{"mode":"hang"}`, 404},
+		{"GET", "/v1/demo/faults/" + modelPrimary, "", 200},
+		{"DELETE", "/v1/demo/faults/" + modelPrimary, "", 200},
+		{"DELETE", "/v1/demo/faults", "", 200},
+	} {
+		if w := h.do(tc.method, tc.path, tc.body); w.Code != tc.status {
+			t.Errorf("%s %s %s: %d %s", tc.method, tc.path, tc.body, w.Code, w.Body)
+		}
+	}
+	if f := h.up.Fault(modelPrimary); f.Mode != llmtest.ModeOK {
+		t.Errorf("fault %+v after delete", f)
+	}
+}
+
+// TestOpenAIClient points the go-openai SDK at the server.
+func TestOpenAIClient(t *testing.T) {
+	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{"sk-acme": "acme"} }})
+	ts := httptest.NewServer(h.srv.Handler())
+	defer ts.Close()
+	cfg := openai.DefaultConfig("sk-acme")
+	cfg.BaseURL = ts.URL + "/v1"
+	client := openai.NewClientWithConfig(cfg)
+	ctx := context.Background()
+
+	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
+		Model: "anything",
+		Messages: []openai.ChatCompletionMessage{
+			{Role: openai.ChatMessageRoleSystem, Content: "You are helpful."},
+			{Role: openai.ChatMessageRoleUser, Content: "How do I return an item?"},
+		},
+		User: "session-7",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Choices) != 1 || !strings.HasPrefix(resp.Choices[0].Message.Content, "["+modelPrimary+"] ") ||
+		resp.Choices[0].Message.Role != openai.ChatMessageRoleAssistant || resp.Model != modelPrimary {
+		t.Fatalf("response %+v", resp)
+	}
+	if resp.Header().Get(HeaderSource) != "primary" || resp.Usage.TotalTokens == 0 {
+		t.Errorf("source header %q usage %+v", resp.Header().Get(HeaderSource), resp.Usage)
+	}
+
+	// The ragfuse field, read raw, says how the answer was made.
+	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
+	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/chat/completions",
+		strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"How long do refunds take?"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer sk-acme")
+	req.Header.Set("Accept-Language", "en")
+	raw, err := ts.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Body.Close()
+	var cc ChatCompletion
+	if err := json.NewDecoder(raw.Body).Decode(&cc); err != nil {
+		t.Fatal(err)
+	}
+	if raw.Header.Get(HeaderSource) != "fallback" || cc.Ragfuse.Source != tiers.SourceFallback || !cc.Ragfuse.Degraded ||
+		!cc.Ragfuse.Actions.Refresh || cc.Ragfuse.Note == "" || cc.Ragfuse.RequestID != raw.Header.Get(HeaderRequestID) {
+		t.Fatalf("ragfuse field %+v header %q", cc.Ragfuse, raw.Header.Get(HeaderSource))
+	}
+
+	// Errors reach the SDK as API errors.
+	_, err = client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{Model: "m",
+		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: ""}}})
+	var apiErr *openai.APIError
+	if !errors.As(err, &apiErr) || apiErr.HTTPStatusCode != 400 || apiErr.Code != CodeEmptyQuestion {
+		t.Fatalf("empty question through the SDK: %v", err)
+	}
+}
+
+// TestGracefulShutdown starts a slow question, cancels the server's
+// context, and checks the question still gets its answer while new
+// connections are refused.
+func TestGracefulShutdown(t *testing.T) {
+	reached := make(chan struct{}, 10)
+	h := newHarness(t, harnessOptions{upstream: func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/chat/completions" {
+				reached <- struct{}{}
+			}
+			next.ServeHTTP(w, r)
+		})
+	}})
+	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeLatency, Delay: 300 * time.Millisecond})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- h.srv.Serve(ctx, l) }()
+
+	answered := make(chan int, 1)
+	go func() {
+		resp, err := http.Post(url+"/v1/ask", "application/json", strings.NewReader(`{"question":"How do I return an item?"}`))
+		if err != nil {
+			answered <- -1
+			return
+		}
+		resp.Body.Close()
+		answered <- resp.StatusCode
+	}()
+	// Wait until the question reached the upstream, then shut down.
+	<-reached
+	cancel()
+	if code := <-answered; code != http.StatusOK {
+		t.Fatalf("in-flight question: status %d", code)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if _, err := http.Get(url + "/healthz"); err == nil {
+		t.Fatal("the server still accepts connections")
+	}
+	http.DefaultClient.CloseIdleConnections()
+}

@@ -1,0 +1,217 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
+)
+
+// Config configures a Server. Pipeline is required; every other zero
+// field has a default.
+type Config struct {
+	// Pipeline answers the questions. Required.
+	Pipeline *pipeline.Pipeline
+	// Server holds the limits and timeouts; zero fields take the defaults
+	// documented on pipeline.ServerConfig.
+	Server pipeline.ServerConfig
+	// Keys maps API keys to tenants (see ResolveKeys). Empty: no
+	// authentication, the tenant comes from the request.
+	Keys map[string]string
+	// Notes overrides the built-in degradation notes and actions.
+	Notes pipeline.NotesConfig
+	// Logger receives the request and breaker logs; nil: slog.Default().
+	Logger *slog.Logger
+	// Observer is the Observer passed to pipeline.Build. Nil: New makes
+	// one, which then sees no pipeline events (only scrape-time gauges).
+	Observer *Observer
+	// Registry serves /metrics; it must be the registry Observer was
+	// created on. Nil: a new registry (and Observer must be nil too).
+	Registry *prometheus.Registry
+	// Demo, if set, enables the demo-only fault routes under
+	// /v1/demo/faults, which switch this upstream's faults at run time.
+	Demo *llmtest.Server
+	// DemoModels lists the models GET /v1/demo/faults reports.
+	DemoModels []string
+}
+
+// Server is the ragfuse HTTP server. It is safe for concurrent use.
+type Server struct {
+	p      *pipeline.Pipeline
+	srv    pipeline.ServerConfig
+	lim    limits
+	keys   *keyring
+	notes  *notebook
+	log    *slog.Logger
+	obs    *Observer
+	reg    *prometheus.Registry
+	demo   *llmtest.Server
+	models []string
+	e      *echo.Echo
+
+	draining atomic.Bool // set when shutdown begins: /readyz turns 503
+}
+
+// Defaults of ServerConfig, as documented on its fields.
+const (
+	DefaultAddr             = "127.0.0.1:8080"
+	DefaultMaxQuestionBytes = 4096
+	DefaultMaxBodyBytes     = 64 << 10
+	DefaultShutdownGrace    = 15 * time.Second
+	DefaultLanguage         = "zh"
+)
+
+// New returns a Server for cfg. It fails on a missing pipeline, a bad
+// notes override, or a Registry that does not match the Observer.
+func New(cfg Config) (*Server, error) {
+	if cfg.Pipeline == nil {
+		return nil, errors.New("api: Config.Pipeline is required")
+	}
+	sc := withServerDefaults(cfg.Server)
+	nb, err := newNotebook(sc.DefaultLanguage, cfg.Notes)
+	if err != nil {
+		return nil, err
+	}
+	for k, t := range cfg.Keys {
+		if k == "" || !validTenant(t) {
+			return nil, errors.New("api: Config.Keys holds an empty key or an invalid tenant")
+		}
+	}
+	s := &Server{
+		p: cfg.Pipeline, srv: sc,
+		lim:   limits{maxBody: sc.MaxBodyBytes, maxQuestion: sc.MaxQuestionBytes},
+		keys:  newKeyring(cfg.Keys),
+		notes: nb, log: cfg.Logger, obs: cfg.Observer, reg: cfg.Registry,
+		demo: cfg.Demo, models: cfg.DemoModels,
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	switch {
+	case s.obs == nil && s.reg == nil:
+		s.reg = prometheus.NewRegistry()
+		s.obs = NewObserver(s.reg, s.log)
+	case s.obs == nil || s.reg == nil:
+		return nil, errors.New("api: set both Config.Observer and Config.Registry, or neither")
+	}
+	s.obs.attach(s.p.Status)
+	s.e = s.routes()
+	return s, nil
+}
+
+func withServerDefaults(sc pipeline.ServerConfig) pipeline.ServerConfig {
+	if sc.Addr == "" {
+		sc.Addr = DefaultAddr
+	}
+	if sc.MaxQuestionBytes <= 0 {
+		sc.MaxQuestionBytes = DefaultMaxQuestionBytes
+	}
+	if sc.MaxBodyBytes <= 0 {
+		sc.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if sc.ShutdownGrace <= 0 {
+		sc.ShutdownGrace = DefaultShutdownGrace
+	}
+	if sc.DefaultLanguage == "" {
+		sc.DefaultLanguage = DefaultLanguage
+	}
+	return sc
+}
+
+// routes builds the echo instance.
+func (s *Server) routes() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.errorHandler
+	e.Use(withRequestID, s.countRequests, s.recoverPanics)
+
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
+
+	// Authentication is route middleware, not group middleware: echo
+	// gives a group with middleware a catch-all route, which would turn
+	// 405s into 404s.
+	v1 := e.Group("/v1")
+	auth := s.authenticate
+	v1.POST("/ask", s.ask, auth)
+	v1.POST("/chat/completions", s.chatCompletions, auth)
+	v1.GET("/status", s.status, auth)
+	v1.POST("/admin/reload", s.reload, auth)
+	v1.POST("/admin/breakers/trip", s.tripBreaker, auth)
+	v1.POST("/admin/breakers/reset", s.resetBreaker, auth)
+	if s.demo != nil {
+		v1.GET("/demo/faults", s.demoFaults, auth)
+		v1.DELETE("/demo/faults", s.demoClearFaults, auth)
+		v1.GET("/demo/faults/:model", s.demoFault, auth)
+		v1.PUT("/demo/faults/:model", s.demoSetFault, auth)
+		v1.DELETE("/demo/faults/:model", s.demoClearFault, auth)
+	}
+	return e
+}
+
+// Handler returns the server's HTTP handler (the echo instance).
+func (s *Server) Handler() http.Handler { return s.e }
+
+// Observer returns the Observer that feeds the server's metrics.
+func (s *Server) Observer() *Observer { return s.obs }
+
+// Addr returns the configured listen address.
+func (s *Server) Addr() string { return s.srv.Addr }
+
+// ListenAndServe listens on the configured address and serves until ctx
+// is done, then shuts down gracefully (see Serve).
+func (s *Server) ListenAndServe(ctx context.Context) error {
+	l, err := net.Listen("tcp", s.srv.Addr)
+	if err != nil {
+		return err
+	}
+	return s.Serve(ctx, l)
+}
+
+// Serve serves on l until ctx is done. It then stops accepting new
+// connections, marks the server not ready, and waits up to the shutdown
+// grace for in-flight requests to finish before cutting the rest. It
+// returns nil after a clean shutdown.
+func (s *Server) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:           s.e,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(l) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	s.log.Info("shutting down", slog.Duration("grace", s.srv.ShutdownGrace))
+	sctx, cancel := context.WithTimeout(context.Background(), s.srv.ShutdownGrace)
+	defer cancel()
+	err := hs.Shutdown(sctx)
+	if err != nil {
+		s.log.Warn("grace period over; closing remaining connections", slog.String("error", err.Error()))
+		_ = hs.Close()
+	}
+	if serr := <-errc; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
+		return serr
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return nil // the remaining requests were cut, as configured
+	}
+	return err
+}

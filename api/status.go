@@ -1,0 +1,189 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// StatusResponse is the body of GET /v1/status.
+type StatusResponse struct {
+	Tiers         []TierInfo                 `json:"tiers"`
+	Breakers      []BreakerInfo              `json:"breakers"`
+	Bulkheads     []pipeline.BulkheadStatus  `json:"bulkheads"`
+	Caches        []pipeline.CacheStatus     `json:"caches"`
+	KnowledgeBase pipeline.KnowledgeBaseInfo `json:"knowledge_base"`
+	RateLimit     RateLimitInfo              `json:"rate_limit"`
+	Store         pipeline.StoreStatus       `json:"store"`
+}
+
+// RateLimitInfo is the admission configuration in force.
+type RateLimitInfo struct {
+	GlobalRPS   float64 `json:"global_rps"` // 0: unlimited
+	GlobalBurst int     `json:"global_burst"`
+	TenantRPS   float64 `json:"tenant_rps"` // 0: unlimited
+	TenantBurst int     `json:"tenant_burst"`
+	OnLimit     string  `json:"on_limit"` // degrade or reject
+}
+
+// TierInfo is one tier of the chain, in order.
+type TierInfo struct {
+	Name      string `json:"name"`
+	Source    string `json:"source"`
+	TimeoutMS int64  `json:"timeout_ms"` // 0: bounded by the request's budget only
+	Model     bool   `json:"model"`
+}
+
+// BreakerInfo is one circuit breaker ("tier/<name>" or "model/<id>").
+type BreakerInfo struct {
+	Name                string     `json:"name"`
+	State               string     `json:"state"` // closed, half_open, open
+	Calls               int        `json:"calls"`
+	Failures            int        `json:"failures"`
+	SlowCalls           int        `json:"slow_calls"`
+	FailureRate         float64    `json:"failure_rate"`
+	ConsecutiveFailures int        `json:"consecutive_failures"`
+	OpenUntil           *time.Time `json:"open_until,omitempty"`
+	ProbesInFlight      int        `json:"probes_in_flight"`
+	Trips               uint64     `json:"trips"`
+	Rejected            uint64     `json:"rejected"`
+}
+
+// status serves GET /v1/status.
+func (s *Server) status(c echo.Context) error {
+	st := s.p.Status()
+	out := StatusResponse{
+		Tiers:         make([]TierInfo, 0, len(st.Tiers)),
+		Breakers:      make([]BreakerInfo, 0, len(st.Breakers)),
+		Bulkheads:     nonNil(st.Bulkheads),
+		Caches:        nonNil(st.Caches),
+		KnowledgeBase: st.KnowledgeBase,
+		RateLimit: RateLimitInfo{GlobalRPS: st.RateLimit.GlobalRPS, GlobalBurst: st.RateLimit.GlobalBurst,
+			TenantRPS: st.RateLimit.TenantRPS, TenantBurst: st.RateLimit.TenantBurst, OnLimit: st.RateLimit.OnLimit},
+		Store: st.Store,
+	}
+	for _, t := range st.Tiers {
+		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
+	}
+	for _, b := range st.Breakers {
+		out.Breakers = append(out.Breakers, breakerInfo(b))
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+func breakerInfo(b breaker.Snapshot) BreakerInfo {
+	bi := BreakerInfo{Name: b.Name, State: b.State.String(), Calls: b.Calls, Failures: b.Failures,
+		SlowCalls: b.SlowCalls, FailureRate: roundScore(b.FailureRate), ConsecutiveFailures: b.ConsecutiveFailures,
+		ProbesInFlight: b.ProbesInFlight, Trips: b.Trips, Rejected: b.Rejected}
+	if !b.OpenUntil.IsZero() {
+		t := b.OpenUntil.UTC()
+		bi.OpenUntil = &t
+	}
+	return bi
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+// healthz serves GET /healthz: the process is alive.
+func (s *Server) healthz(c echo.Context) error {
+	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
+}
+
+// readyz serves GET /readyz: ready when the pipeline is built, its
+// knowledge base (if it has one) is loaded, and shutdown has not begun.
+func (s *Server) readyz(c echo.Context) error {
+	if s.draining.Load() {
+		return newError(http.StatusServiceUnavailable, CodeUnavailable, "shutting down")
+	}
+	st := s.p.Status()
+	kb := st.KnowledgeBase
+	if !kb.Loaded && hasRetrieval(st) {
+		return newError(http.StatusServiceUnavailable, CodeUnavailable, "knowledge base not loaded")
+	}
+	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "knowledge_base_version": kb.Version})
+}
+
+// hasRetrieval reports whether a tier answers from the knowledge base.
+func hasRetrieval(st pipeline.Status) bool {
+	for _, t := range st.Tiers {
+		if t.Source == string(tiers.SourceRetrieval) {
+			return true
+		}
+	}
+	return false
+}
+
+// reload serves POST /v1/admin/reload: reread the knowledge base.
+func (s *Server) reload(c echo.Context) error {
+	before := s.p.Status().KnowledgeBase.Version
+	if err := s.p.ReloadKnowledgeBase(); err != nil {
+		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed",
+			slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
+		if errors.Is(err, pipeline.ErrNoKnowledgeBase) {
+			return newError(http.StatusConflict, CodeReloadFailed, "this server has no knowledge base to reload")
+		}
+		return newError(http.StatusInternalServerError, CodeReloadFailed, "reload failed; the previous knowledge base stays in use")
+	}
+	after := s.p.Status().KnowledgeBase.Version
+	s.log.Info("knowledge base reloaded", "request_id", requestID(c), "version", after)
+	return c.JSON(http.StatusOK, map[string]any{"reloaded": true, "previous_version": before, "version": after})
+}
+
+// breakerRequest is the body of POST /v1/admin/breakers/{trip,reset}.
+type breakerRequest struct {
+	Breaker string `json:"breaker"` // e.g. "tier/retrieval" or "model/qwen3-max"
+}
+
+// breakerFromBody finds the breaker a request names.
+func (s *Server) breakerFromBody(c echo.Context) (*breaker.Breaker, error) {
+	body, err := readJSONBody(c.Request(), s.lim)
+	if err != nil {
+		return nil, err
+	}
+	var req breakerRequest
+	if err := decodeStrict(body, &req, true); err != nil {
+		return nil, err
+	}
+	b, ok := s.p.Breakers().Lookup(req.Breaker)
+	if !ok {
+		return nil, newError(http.StatusNotFound, CodeNotFound, "no such breaker; GET /v1/status lists them")
+	}
+	return b, nil
+}
+
+// tripBreaker serves POST /v1/admin/breakers/trip: force a breaker open
+// for its open duration, taking a tier or model out of the chain (after
+// which it probes and recovers as usual).
+func (s *Server) tripBreaker(c echo.Context) error {
+	b, err := s.breakerFromBody(c)
+	if err != nil {
+		return err
+	}
+	b.Trip()
+	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "request_id", requestID(c))
+	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
+}
+
+// resetBreaker serves POST /v1/admin/breakers/reset: force a breaker
+// closed with an empty window.
+func (s *Server) resetBreaker(c echo.Context) error {
+	b, err := s.breakerFromBody(c)
+	if err != nil {
+		return err
+	}
+	b.Reset()
+	s.log.Info("breaker reset by request", "breaker", b.Name(), "request_id", requestID(c))
+	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
+)
+
+// runChaos serves the fault-injecting upstream as a process until ctx is
+// done (SIGINT/SIGTERM).
+func runChaos(ctx context.Context, args []string, e *env) error {
+	fs := newFlagSet("chaos", "[--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N]", e)
+	addr := fs.String("addr", "127.0.0.1:9090", "listen address")
+	models := fs.String("models", "", "comma-separated models to serve; empty serves any model name")
+	chunkDelay := fs.Duration("chunk-delay", 20*time.Millisecond, "pause between streamed chunks")
+	dim := fs.Int("embedding-dim", 256, "length of embedding vectors")
+	faults := fs.String("faults", "", "initial faults, e.g. chaos-primary=hang,chaos-fallback=status:503 (see serve --help)")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *dim <= 0 || *chunkDelay < 0 {
+		fmt.Fprintln(e.stderr, "--embedding-dim must be positive and --chunk-delay not negative")
+		fs.Usage()
+		return errUsage
+	}
+	initial, err := parseFaults(*faults)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "--faults: %v\n", err)
+		return errUsage
+	}
+	cfg := llmtest.Config{ChunkDelay: *chunkDelay, EmbeddingDim: *dim}
+	if *models != "" {
+		for m := range strings.SplitSeq(*models, ",") {
+			if m = strings.TrimSpace(m); m != "" {
+				cfg.Models = append(cfg.Models, m)
+			}
+		}
+	}
+	srv := llmtest.New(cfg)
+	for _, f := range initial {
+		srv.SetFault(f.model, f.fault)
+	}
+	if err := srv.StartAt(*addr); err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	base := strings.TrimSuffix(srv.URL, "/v1")
+	w := e.stdout
+	fmt.Fprintf(w, "ragfuse chaos: OpenAI-compatible upstream with fault injection at %s\n", srv.URL)
+	if len(cfg.Models) > 0 {
+		fmt.Fprintf(w, "  models: %s\n", strings.Join(cfg.Models, ", "))
+	} else {
+		fmt.Fprintln(w, "  models: any name; answers start with \"[model] \"")
+	}
+	fmt.Fprintln(w, "  control API:")
+	fmt.Fprintf(w, "    curl -s %s/_llmtest/faults\n", base)
+	fmt.Fprintf(w, "    curl -s -X PUT %s/_llmtest/faults/MODEL -H 'Content-Type: application/json' -d '{\"mode\":\"hang\"}'\n", base)
+	fmt.Fprintf(w, "    curl -s -X DELETE %s/_llmtest/faults\n", base)
+	fmt.Fprintf(w, "    curl -s %s/_llmtest/stats\n", base)
+	fmt.Fprintf(w, "  modes: %s\n", modeList())
+	fmt.Fprintln(w, "  stop with Ctrl-C")
+
+	<-ctx.Done()
+	fmt.Fprintln(w, "ragfuse chaos: stopping")
+	return nil
+}
+
+func modeList() string {
+	ms := make([]string, len(llmtest.Modes))
+	for i, m := range llmtest.Modes {
+		ms[i] = string(m)
+	}
+	return strings.Join(ms, ", ")
+}
