@@ -31,6 +31,12 @@ type HybridConfig struct {
 	// MaxTextBytes truncates a document (title and text) before it is
 	// embedded, on a UTF-8 boundary. Default 2000.
 	MaxTextBytes int
+	// MinSimilarity is the cosine similarity a document needs to enter the
+	// results through vector search alone (sharing no word with the
+	// question). It keeps a question about something the knowledge base
+	// does not cover from being answered with unrelated articles. Default
+	// 0.3; a negative value admits every vector hit.
+	MinSimilarity float64
 	// OnFallback, if set, is called with the error each time a question is
 	// answered by the lexical score alone because embedding failed. It is
 	// called without locks held and must be safe for concurrent use.
@@ -76,6 +82,9 @@ func NewHybrid(cfg HybridConfig) *Hybrid {
 		cfg.Weight = 0.5
 	}
 	cfg.Weight = min(cfg.Weight, 1)
+	if cfg.MinSimilarity == 0 || math.IsNaN(cfg.MinSimilarity) {
+		cfg.MinSimilarity = 0.3
+	}
 	if cfg.Candidates <= 0 {
 		cfg.Candidates = 20
 	}
@@ -179,6 +188,9 @@ func (h *Hybrid) blend(ctx context.Context, query string, qv []float32, lex []Do
 		idx[i] = i
 	}
 	for _, i := range topK(idx, n, func(i int) float64 { return cos[i] }, func(i int) string { return pool[i].ID }) {
+		if cos[i] < h.cfg.MinSimilarity {
+			break // best first: the rest are further still
+		}
 		if _, ok := cands[pool[i].ID]; !ok {
 			c := &cand{doc: cloneDoc(pool[i])}
 			cands[pool[i].ID] = c

@@ -1,0 +1,288 @@
+package cache
+
+import (
+	"container/list"
+	"errors"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Errors returned by the cache.
+var (
+	// ErrMiss reports that no usable entry answers the question.
+	ErrMiss = errors.New("cache: miss")
+	// ErrBadVector reports an empty, zero or non-finite vector, or one whose
+	// dimension differs from the vectors already stored for the tenant.
+	ErrBadVector = errors.New("cache: bad vector")
+)
+
+// Clock tells the time. The cache reads it for every expiry decision, so
+// tests can drive time by hand.
+type Clock interface {
+	Now() time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time { return time.Now() }
+
+// Config configures a Cache. Zero fields take the defaults written beside
+// them.
+type Config struct {
+	Similarity float64       // least cosine similarity of a hit; default 0.92
+	TTL        time.Duration // life of an entry; default 24h
+	// Jitter stretches each entry's TTL by a random fraction in [0, Jitter),
+	// so entries written together do not expire together; default 0.1,
+	// negative for none.
+	Jitter     float64
+	MaxEntries int // per tenant; the least recently used entry goes first; default 10000
+	// Grace is how long an expired entry is kept for GetStale
+	// (stale-if-error); default 1h, negative for none.
+	Grace time.Duration
+	Clock Clock // default: the system clock
+}
+
+func (c Config) withDefaults() Config {
+	if c.Similarity <= 0 || math.IsNaN(c.Similarity) {
+		c.Similarity = 0.92
+	}
+	if c.TTL <= 0 {
+		c.TTL = 24 * time.Hour
+	}
+	switch {
+	case c.Jitter == 0 || math.IsNaN(c.Jitter):
+		c.Jitter = 0.1
+	case c.Jitter < 0:
+		c.Jitter = 0
+	}
+	if c.MaxEntries <= 0 {
+		c.MaxEntries = 10000
+	}
+	switch {
+	case c.Grace == 0:
+		c.Grace = time.Hour
+	case c.Grace < 0:
+		c.Grace = 0
+	}
+	if c.Clock == nil {
+		c.Clock = systemClock{}
+	}
+	return c
+}
+
+// DocRef names a knowledge-base document an answer was built from.
+type DocRef struct {
+	ID    string `json:"id"`
+	Title string `json:"title"`
+}
+
+// Entry is a cached answer.
+type Entry struct {
+	Question  string   // the question the answer was written for
+	Text      string   // the answer
+	Model     string   // the model that wrote it
+	Source    string   // the tier source that produced it ("primary")
+	Docs      []DocRef // documents it was built from
+	KBVersion uint64   // the knowledge-base version it was built on
+	Created   time.Time
+	Expires   time.Time // set by Put: Created + TTL with jitter
+	// Stale is set on an entry returned by GetStale after it expired.
+	Stale bool
+	// Similarity is the cosine similarity of the lookup that returned the
+	// entry (1 for an exact match).
+	Similarity float64
+}
+
+// Stats counts cache events since New.
+type Stats struct {
+	Hits, StaleHits, Misses uint64
+	GuardRejects            uint64 // similar entries refused by the false-hit guard
+	Evictions               uint64 // entries dropped by the per-tenant cap
+	Expirations             uint64 // entries dropped after TTL plus grace
+}
+
+// Cache is a semantic cache of answers, partitioned by tenant: each tenant
+// has its own exact-match table, vector index and LRU list, and a lookup
+// never looks outside its tenant. A Cache is safe for concurrent use.
+type Cache struct {
+	cfg Config
+
+	mu      sync.Mutex // guards tenants
+	tenants map[string]*tenant
+
+	hits, staleHits, misses, rejects, evictions, expirations atomic.Uint64
+}
+
+// New returns an empty Cache.
+func New(cfg Config) *Cache {
+	return &Cache{cfg: cfg.withDefaults(), tenants: make(map[string]*tenant)}
+}
+
+// Config returns the configuration in effect, defaults filled in.
+func (c *Cache) Config() Config { return c.cfg }
+
+func (c *Cache) tenant(name string, create bool) *tenant {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.tenants[name]
+	if t == nil && create {
+		t = newTenant(c)
+		c.tenants[name] = t
+	}
+	return t
+}
+
+// Get returns the entry of tenant that answers question, whose embedding is
+// vec: an exact match of the normalized question, or else the most similar
+// entry with cosine similarity >= Similarity that passes the false-hit
+// guard. Only fresh entries built on kbVersion qualify. Otherwise it returns
+// ErrMiss.
+func (c *Cache) Get(tenant, question string, vec []float32, kbVersion uint64) (Entry, error) {
+	return c.lookup(tenant, question, vec, kbVersion, false)
+}
+
+// GetStale is Get for stale-if-error: it also returns an entry that expired
+// less than Grace ago, with Stale set.
+func (c *Cache) GetStale(tenant, question string, vec []float32, kbVersion uint64) (Entry, error) {
+	return c.lookup(tenant, question, vec, kbVersion, true)
+}
+
+func (c *Cache) lookup(name, question string, vec []float32, kbVersion uint64, stale bool) (Entry, error) {
+	t := c.tenant(name, false)
+	if t == nil {
+		c.misses.Add(1)
+		return Entry{}, ErrMiss
+	}
+	e, ok := t.lookup(question, vec, kbVersion, stale, c.cfg.Clock.Now())
+	switch {
+	case !ok:
+		c.misses.Add(1)
+		return Entry{}, ErrMiss
+	case e.Stale:
+		c.staleHits.Add(1)
+	default:
+		c.hits.Add(1)
+	}
+	return e, nil
+}
+
+// Put stores e as the answer of tenant to question, whose embedding is vec,
+// replacing an entry for the same normalized question. It sets e.Created
+// and e.Expires from the clock and the TTL; e.Question defaults to question.
+// It evicts the least recently used entries beyond MaxEntries. It returns
+// ErrBadVector for an unusable vector.
+func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
+	if !usableVector(vec) {
+		return ErrBadVector
+	}
+	now := c.cfg.Clock.Now()
+	e.Created = now
+	e.Expires = now.Add(c.ttl())
+	e.Stale, e.Similarity = false, 0
+	if e.Question == "" {
+		e.Question = question
+	}
+	e.Docs = append([]DocRef(nil), e.Docs...)
+	return c.tenant(tenant, true).put(question, Normalize(question), vec, e, now)
+}
+
+// ttl returns TTL stretched by a random fraction of Jitter.
+func (c *Cache) ttl() time.Duration {
+	return c.cfg.TTL + time.Duration(rand.Float64()*c.cfg.Jitter*float64(c.cfg.TTL))
+}
+
+func usableVector(vec []float32) bool {
+	nonzero := false
+	for _, f := range vec {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return false
+		}
+		nonzero = nonzero || f != 0
+	}
+	return nonzero
+}
+
+// Len returns the number of entries of tenant, expired ones in grace
+// included.
+func (c *Cache) Len(tenant string) int {
+	t := c.tenant(tenant, false)
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.lru.Len()
+}
+
+// Size returns the number of entries across tenants.
+func (c *Cache) Size() int {
+	n := 0
+	for _, t := range c.snapshot() {
+		t.mu.Lock()
+		n += t.lru.Len()
+		t.mu.Unlock()
+	}
+	return n
+}
+
+// Tenants returns the number of tenants that have a partition.
+func (c *Cache) Tenants() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.tenants)
+}
+
+func (c *Cache) snapshot() []*tenant {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ts := make([]*tenant, 0, len(c.tenants))
+	for _, t := range c.tenants {
+		ts = append(ts, t)
+	}
+	return ts
+}
+
+// Invalidate removes every entry not built on knowledge-base version
+// current, in all tenants, and returns how many it removed. Call it after a
+// knowledge-base reload; Get already ignores such entries, Invalidate frees
+// their memory.
+func (c *Cache) Invalidate(current uint64) int {
+	n := 0
+	for _, t := range c.snapshot() {
+		n += t.removeIf(func(r *record) bool { return r.entry.KBVersion != current })
+	}
+	return n
+}
+
+// Purge removes every entry of every tenant.
+func (c *Cache) Purge() {
+	c.mu.Lock()
+	ts := c.tenants
+	c.tenants = make(map[string]*tenant)
+	c.mu.Unlock()
+	for _, t := range ts {
+		t.removeIf(func(*record) bool { return true })
+	}
+}
+
+// Stats returns the event counters.
+func (c *Cache) Stats() Stats {
+	return Stats{
+		Hits: c.hits.Load(), StaleHits: c.staleHits.Load(), Misses: c.misses.Load(),
+		GuardRejects: c.rejects.Load(), Evictions: c.evictions.Load(),
+		Expirations: c.expirations.Load(),
+	}
+}
+
+// record is one stored entry.
+type record struct {
+	key   string // normalized question
+	entry Entry
+	sig   signature
+	pos   int           // position in the tenant's index
+	elem  *list.Element // in the tenant's LRU list
+	gone  bool          // removed from the index and the list
+}
