@@ -90,7 +90,7 @@ func TestDecodeChat(t *testing.T) {
 		{"unknown fields ignored", `{"temperature":0.2,"messages":[{"role":"user","content":"q"}]}`, "q", ""},
 		{"no user message", `{"messages":[{"role":"system","content":"be nice"}]}`, "", CodeEmptyQuestion},
 		{"no messages", `{}`, "", CodeEmptyQuestion},
-		{"stream", `{"stream":true,"messages":[{"role":"user","content":"q"}]}`, "", CodeStreamUnsupported},
+		{"stream", `{"stream":true,"messages":[{"role":"user","content":"q"}]}`, "q", ""},
 		{"bad content", `{"messages":[{"role":"user","content":{"a":1}}]}`, "", CodeBadJSON},
 		{"too long", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 65) + `"}]}`, "", CodeQuestionTooLong},
 	}

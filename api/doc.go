@@ -6,7 +6,8 @@
 // Routes:
 //
 //	POST   /v1/ask                   a question -> the answer, its source and a note
-//	POST   /v1/chat/completions      OpenAI-compatible (plain; stream: true is refused for now)
+//	POST   /v1/ask/stream            the same as Server-Sent Events: meta, delta, note, done
+//	POST   /v1/chat/completions      OpenAI-compatible, plain and stream: true (OpenAI's chunks)
 //	GET    /v1/status                breakers, bulkheads, caches
 //	POST   /v1/admin/reload          reload the knowledge base
 //	POST   /v1/admin/breakers/trip   force a breaker open: {"breaker": "tier/retrieval"}

@@ -22,7 +22,12 @@ type chatRequest struct {
 	Model    string        `json:"model"` // echoed back when no model answered
 	Messages []chatMessage `json:"messages"`
 	Stream   bool          `json:"stream"`
-	User     string        `json:"user"` // used as the session id
+	// StreamOptions asks, with include_usage, for a usage chunk before
+	// [DONE] of a streamed answer.
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User string `json:"user"` // used as the session id
 }
 
 type chatMessage struct {
@@ -107,10 +112,6 @@ func decodeChat(body []byte, l limits) (chatRequest, string, error) {
 	if err := decodeStrict(body, &req, false); err != nil {
 		return chatRequest{}, "", err
 	}
-	if req.Stream {
-		return chatRequest{}, "", newError(http.StatusBadRequest, CodeStreamUnsupported,
-			"stream: true is not supported on this server yet; send stream: false")
-	}
 	var question string
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role != "user" {
@@ -146,7 +147,11 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.run(c, tiers.Query{Tenant: tenant, Session: req.User, Question: question})
+	q := tiers.Query{Tenant: tenant, Session: req.User, Question: question}
+	if req.Stream {
+		return s.chatStream(c, req, q)
+	}
+	res, err := s.run(c, q)
 	if err != nil {
 		return err
 	}

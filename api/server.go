@@ -43,6 +43,9 @@ type Config struct {
 	Demo *llmtest.Server
 	// DemoModels lists the models GET /v1/demo/faults reports.
 	DemoModels []string
+	// StreamHeartbeat is how often a streamed answer with nothing to send
+	// writes a ": ping" comment; default DefaultStreamHeartbeat.
+	StreamHeartbeat time.Duration
 }
 
 // Server is the ragfuse HTTP server. It is safe for concurrent use.
@@ -58,6 +61,8 @@ type Server struct {
 	demo   *llmtest.Server
 	models []string
 	e      *echo.Echo
+
+	heartbeat time.Duration // see Config.StreamHeartbeat
 
 	draining atomic.Bool // set when shutdown begins: /readyz turns 503
 }
@@ -93,6 +98,10 @@ func New(cfg Config) (*Server, error) {
 		keys:  newKeyring(cfg.Keys),
 		notes: nb, log: cfg.Logger, obs: cfg.Observer, reg: cfg.Registry,
 		demo: cfg.Demo, models: cfg.DemoModels,
+		heartbeat: cfg.StreamHeartbeat,
+	}
+	if s.heartbeat <= 0 {
+		s.heartbeat = DefaultStreamHeartbeat
 	}
 	if s.log == nil {
 		s.log = slog.Default()
@@ -145,6 +154,7 @@ func (s *Server) routes() *echo.Echo {
 	v1 := e.Group("/v1")
 	auth := s.authenticate
 	v1.POST("/ask", s.ask, auth)
+	v1.POST("/ask/stream", s.askStream, auth)
 	v1.POST("/chat/completions", s.chatCompletions, auth)
 	v1.GET("/status", s.status, auth)
 	v1.POST("/admin/reload", s.reload, auth)

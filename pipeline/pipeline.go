@@ -60,6 +60,9 @@ type Stage struct {
 	// Model marks a model tier: skipped for a tenant over its quota when
 	// on_limit is degrade.
 	Model bool
+	// Stream configures how the tier streams in Pipeline.Stream, if it is
+	// a tiers.StreamTier.
+	Stream StreamConfig
 }
 
 // KnowledgeBase is what the pipeline needs of a knowledge base: its version
@@ -102,6 +105,9 @@ type Options struct {
 	// Store, if it has a Healthy() bool method, tells Status whether the
 	// shared state store is reachable.
 	Store breaker.Store
+	// Limiter, if set, applies RateLimit across instances; the local
+	// limiters stand in when it cannot answer.
+	Limiter Limiter
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
 }
@@ -174,6 +180,7 @@ func New(opts Options) (*Pipeline, error) {
 		closers:     opts.Closers,
 	}
 	p.cool.until = map[string]time.Time{}
+	p.limits.shared = opts.Limiter
 	if p.timeout <= 0 {
 		p.timeout = DefaultRequestTimeout
 	}

@@ -18,19 +18,9 @@ import (
 // listing the attempts), which a pipeline ending in a static tier never
 // does.
 func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
-	if err := ctx.Err(); err != nil {
+	degraded, err := p.admit(ctx, q)
+	if err != nil {
 		return nil, err
-	}
-	if p.closed.Load() {
-		return nil, ErrClosed
-	}
-	degraded := false
-	if reason := p.limits.admitNow(q.Tenant, p.clock); reason != "" {
-		p.emit(Event{Kind: EventRateLimited, Tenant: q.Tenant, Reason: reason})
-		if p.onLimit == OnLimitReject {
-			return nil, ErrRejected
-		}
-		degraded = true
 	}
 	key := flightKey(q.Tenant, q.Question, degraded)
 	// The leader runs the question on its own goroutine; the others wait
@@ -58,6 +48,27 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		}
 		return shared(res), err
 	}
+}
+
+// admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
+// Close (ErrClosed), or over a rate limit with on_limit: reject
+// (ErrRejected). degraded is true when q is over a rate limit and must
+// skip the model tiers.
+func (p *Pipeline) admit(ctx context.Context, q tiers.Query) (degraded bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if p.closed.Load() {
+		return false, ErrClosed
+	}
+	if reason := p.limits.admitNow(ctx, q.Tenant, p.clock); reason != "" {
+		p.emit(Event{Kind: EventRateLimited, Tenant: q.Tenant, Reason: reason})
+		if p.onLimit == OnLimitReject {
+			return false, ErrRejected
+		}
+		return true, nil
+	}
+	return false, nil
 }
 
 func isContextErr(err error) bool {
@@ -106,20 +117,8 @@ func (r *run) count() int {
 // run runs q through the stages: breaker, bulkhead, time limiter, tier.
 func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Result, error) {
 	start := time.Now()
-	deadline := start.Add(p.timeout)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	total := deadline.Sub(start)
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
-		q.Memo = &tiers.Memo{K: p.memoK, Embedder: p.embedder}
-	}
-	r := &run{p: p, tenant: q.Tenant}
-	r.attempts = r.buf[:0]
-	gctx := ctx
-	if p.guarded {
-		gctx = tiers.WithGuard(ctx, r)
-	}
+	b := p.newBudget(ctx, start)
+	r, gctx, q := p.newRun(ctx, q)
 	last := len(p.stages) - 1
 	now := start
 	for i, s := range p.stages {
@@ -133,24 +132,17 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Resu
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeQuota})
 			continue
 		}
-		after := s.after
-		if total < p.timeout { // a caller's shorter deadline shrinks the reserves alike
-			after = time.Duration(float64(after) * float64(total) / float64(p.timeout))
-		}
-		limit := deadline.Sub(now) - after
-		if s.Timeout > 0 && s.Timeout < limit {
-			limit = s.Timeout
-		}
+		limit := b.limit(s, now)
 		if limit <= 0 && i != last {
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
 			continue
 		}
-		a, err, ok := p.try(ctx, gctx, r, s, q, limit)
+		a, err, ok := p.try(ctx, gctx, r, s, q, limit, nil)
 		if !ok {
 			continue
 		}
 		if err == nil {
-			return p.answered(ctx, r, q, a, start), nil
+			return p.answered(ctx, r, q, a, start, true), nil
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -160,8 +152,56 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Resu
 	return &r.res, ErrExhausted
 }
 
-// try calls stage s under its guards. ok is false when s was skipped.
-func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, limit time.Duration) (a tiers.Answer, err error, ok bool) {
+// newRun starts the run of q: its attempt record, the context carrying
+// the run as the model candidates' guard, and q with a Memo.
+func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Context, tiers.Query) {
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
+		q.Memo = &tiers.Memo{K: p.memoK, Embedder: p.embedder}
+	}
+	r := &run{p: p, tenant: q.Tenant}
+	r.attempts = r.buf[:0]
+	gctx := ctx
+	if p.guarded {
+		gctx = tiers.WithGuard(ctx, r)
+	}
+	return r, gctx, q
+}
+
+// budget is the time of one question: its deadline, and its length next
+// to the request timeout, by which the reserves of later tiers shrink.
+type budget struct {
+	deadline       time.Time
+	total, timeout time.Duration
+}
+
+// newBudget returns the budget of a question started at start: the
+// request timeout, or the caller's shorter deadline.
+func (p *Pipeline) newBudget(ctx context.Context, start time.Time) budget {
+	deadline := start.Add(p.timeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	return budget{deadline: deadline, total: deadline.Sub(start), timeout: p.timeout}
+}
+
+// limit returns the time limit of a call of s made at now: min(its
+// timeout, the time left less the reserves of the stages after it).
+func (b budget) limit(s *stage, now time.Time) time.Duration {
+	after := s.after
+	if b.total < b.timeout { // a caller's shorter deadline shrinks the reserves alike
+		after = time.Duration(float64(after) * float64(b.total) / float64(b.timeout))
+	}
+	limit := b.deadline.Sub(now) - after
+	if s.Timeout > 0 && s.Timeout < limit {
+		limit = s.Timeout
+	}
+	return limit
+}
+
+// try calls stage s under its guards. ok is false when s was skipped. With
+// a stream request sr, a tier that streams (tiers.StreamTier) is asked to
+// stream; the breakers hear the outcome when the stream ends.
+func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
 	permit, berr := s.breaker.Allow()
 	if berr != nil {
 		r.record(Attempt{Tier: s.name, Outcome: OutcomeBreakerOpen})
@@ -183,7 +223,7 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 	n := len(r.attempts)
 	r.mu.Unlock()
 	t0 := time.Now()
-	a, err = callTier(tctx, s.Tier, q)
+	a, err = callTier(tctx, s.Tier, q, sr)
 	elapsed := time.Since(t0)
 	kind := tiers.KindOf(err)
 	if err != nil && ctx.Err() != nil {
@@ -208,32 +248,36 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 		}
 		r.record(at)
 	}
-	if err == nil && a.Source == "" {
+	if (err == nil || a.Interrupted) && a.Source == "" {
 		a.Source = s.source
 	}
 	return a, err, true
 }
 
-// callTier calls t, turning a panic into an error so that one bad tier
-// cannot take the process down.
-func callTier(ctx context.Context, t tiers.Tier, q tiers.Query) (a tiers.Answer, err error) {
+// callTier calls t (to stream, with sr, if it can), turning a panic into
+// an error so that one bad tier cannot take the process down.
+func callTier(ctx context.Context, t tiers.Tier, q tiers.Query, sr *tiers.StreamRequest) (a tiers.Answer, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			a, err = tiers.Answer{}, &tiers.Error{Kind: tiers.KindOther, Tier: t.Name(), Err: fmt.Errorf("tier panicked: %v", v)}
 		}
 	}()
+	if st, ok := t.(tiers.StreamTier); ok && sr != nil {
+		return st.AnswerStream(ctx, q, *sr)
+	}
 	return t.Answer(ctx, q)
 }
 
-// answered builds the Result of a, lets the caches learn it and reports it.
-func (p *Pipeline) answered(ctx context.Context, r *run, q tiers.Query, a tiers.Answer, start time.Time) *Result {
+// answered builds the Result of a, lets the caches learn it (when
+// remember is set and a is not Interrupted) and reports it.
+func (p *Pipeline) answered(ctx context.Context, r *run, q tiers.Query, a tiers.Answer, start time.Time, remember bool) *Result {
 	res := &r.res
 	*res = Result{
 		Answer:   a,
 		Degraded: a.Source != tiers.SourcePrimary && a.Source != tiers.SourceCache,
 		Attempts: r.attempts,
 	}
-	if !a.Interrupted {
+	if remember && !a.Interrupted {
 		for _, s := range p.stages {
 			if rm, ok := s.Tier.(tiers.Rememberer); ok {
 				rm.Remember(ctx, q, a)

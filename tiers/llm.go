@@ -144,6 +144,22 @@ func (l *LLM) DocsWanted() int {
 func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 	docs := l.documents(ctx, q)
 	msgs := buildMessages(l.system, q.Question, docs)
+	a, err := l.each(ctx, func(c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
+	if err != nil {
+		return Answer{}, err
+	}
+	a.Docs = docs
+	return a, nil
+}
+
+// each calls the candidates in order through the guard (see
+// CandidateGuard) until one answers. It stops early at a committed
+// (Interrupted) answer, at a failure that is the question's fault (context
+// length, content filter, bad request: another candidate of the same tier
+// would fail alike), or when ctx is done. With no candidate tried it
+// returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
+// the last call's error.
+func (l *LLM) each(ctx context.Context, call func(c Candidate) (Answer, *Error)) (Answer, error) {
 	g := l.guard
 	if g == nil {
 		g = guardFrom(ctx)
@@ -163,7 +179,7 @@ func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 				continue
 			}
 		}
-		a, e := l.call(ctx, c, msgs)
+		a, e := call(c)
 		if release != nil {
 			if e != nil {
 				release(e, e.Usage)
@@ -172,8 +188,10 @@ func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 			}
 		}
 		if e == nil {
-			a.Docs = docs
 			return a, nil
+		}
+		if a.Interrupted {
+			return a, e
 		}
 		last = e
 		switch e.Kind {

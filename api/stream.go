@@ -1,0 +1,193 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// DefaultStreamHeartbeat is how often a stream with nothing to send writes
+// a comment line, so proxies and clients see it alive.
+const DefaultStreamHeartbeat = 5 * time.Second
+
+// streamEnd is how pipeline.Stream returned.
+type streamEnd struct {
+	res *pipeline.Result
+	err error
+}
+
+// eventPump runs a streamed question on its own goroutine and hands the
+// events to the handler's goroutine, which alone writes the response and
+// so can interleave heartbeats. close cancels the question and waits for
+// the goroutine: nothing outlives the request.
+type eventPump struct {
+	events <-chan pipeline.StreamEvent
+	end    <-chan streamEnd
+	cancel context.CancelFunc
+	ended  bool
+}
+
+func (s *Server) startPump(ctx context.Context, q tiers.Query) *eventPump {
+	ctx, cancel := context.WithCancel(ctx)
+	events := make(chan pipeline.StreamEvent)
+	end := make(chan streamEnd, 1)
+	go func() {
+		res, err := s.p.Stream(ctx, q, func(e pipeline.StreamEvent) error {
+			select {
+			case events <- e:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		end <- streamEnd{res, err}
+	}()
+	return &eventPump{events: events, end: end, cancel: cancel}
+}
+
+func (p *eventPump) close() {
+	p.cancel()
+	if !p.ended {
+		<-p.end
+		p.ended = true
+	}
+}
+
+// streamWriter writes Server-Sent Events and flushes each one. The
+// headers go out with the first write; until then an error can still be
+// sent as a normal JSON response.
+type streamWriter struct {
+	c       echo.Context
+	rc      *http.ResponseController
+	started bool
+	source  tiers.Source // set before start: sent as X-Ragfuse-Source when known
+}
+
+func newStreamWriter(c echo.Context) *streamWriter {
+	return &streamWriter{c: c, rc: http.NewResponseController(c.Response())}
+}
+
+// start sends the SSE headers.
+func (w *streamWriter) start() {
+	if w.started {
+		return
+	}
+	w.started = true
+	h := w.c.Response().Header()
+	h.Set(echo.HeaderContentType, "text/event-stream; charset=utf-8")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no") // nginx: do not buffer the stream
+	if w.source != "" {
+		h.Set(HeaderSource, string(w.source))
+	}
+	w.c.Response().WriteHeader(http.StatusOK)
+}
+
+// write sends raw SSE lines and flushes them. An error means the client
+// is gone.
+func (w *streamWriter) write(b []byte) error {
+	w.start()
+	if _, err := w.c.Response().Write(b); err != nil {
+		return err
+	}
+	return w.rc.Flush()
+}
+
+// event sends one named event with v as its JSON data line.
+func (w *streamWriter) event(name string, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	buf := make([]byte, 0, len(name)+len(data)+16)
+	if name != "" {
+		buf = append(buf, "event: "...)
+		buf = append(buf, name...)
+		buf = append(buf, '\n')
+	}
+	buf = append(buf, "data: "...)
+	buf = append(buf, data...)
+	buf = append(buf, "\n\n"...)
+	return w.write(buf)
+}
+
+func (w *streamWriter) ping() error { return w.write([]byte(": ping\n\n")) }
+
+// streamSink receives a streamed question's events, shaped for one wire
+// format (ragfuse's SSE or OpenAI's chunks). An error means the client is
+// gone.
+type streamSink interface {
+	event(e pipeline.StreamEvent) error
+	// failed reports an error after the stream started.
+	failed(err error) error
+}
+
+// serveStream runs q and feeds its events to sink through w, with
+// heartbeats while waiting. An error before anything was sent is returned
+// for the normal JSON error response.
+func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sink streamSink) error {
+	ctx := c.Request().Context()
+	start := time.Now()
+	pump := s.startPump(ctx, q)
+	defer pump.close()
+	tick := time.NewTicker(s.heartbeat)
+	defer tick.Stop()
+	for {
+		select {
+		case e := <-pump.events:
+			if e.Kind == pipeline.StreamMeta && !w.started {
+				w.source = e.Source
+			}
+			if e.Kind == pipeline.StreamDone {
+				tick.Stop() // nothing is sent after done
+			}
+			if err := sink.event(e); err != nil {
+				return nil // the client is gone; close cancels the question
+			}
+		case <-tick.C:
+			if err := w.ping(); err != nil {
+				return nil
+			}
+		case end := <-pump.end:
+			pump.ended = true
+			s.logStream(c, q, start, end)
+			if end.err == nil {
+				return nil
+			}
+			if !w.started {
+				return end.err
+			}
+			_ = sink.failed(end.err)
+			return nil
+		}
+	}
+}
+
+// logStream logs one line for a streamed question.
+func (s *Server) logStream(c echo.Context, q tiers.Query, start time.Time, end streamEnd) {
+	ctx := context.WithoutCancel(c.Request().Context())
+	attrs := []slog.Attr{
+		slog.String("request_id", requestID(c)),
+		slog.String("tenant", q.Tenant),
+		slog.Bool("stream", true),
+		slog.Int64("duration_ms", time.Since(start).Milliseconds()),
+	}
+	if end.err != nil {
+		s.log.LogAttrs(ctx, slog.LevelWarn, "question failed", append(attrs, slog.String("error", errorStatus(end.err).Code))...)
+		return
+	}
+	res := end.res
+	s.log.LogAttrs(ctx, slog.LevelInfo, "question answered", append(attrs,
+		slog.String("source", string(res.Source)),
+		slog.Bool("degraded", res.Degraded),
+		slog.Bool("interrupted", res.Interrupted),
+		slog.String("model", res.Model),
+		slog.String("attempts", attemptSummary(res.Attempts)))...)
+}

@@ -1,0 +1,262 @@
+package pipeline
+
+import (
+	"context"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// StreamEventKind says what a StreamEvent carries.
+type StreamEventKind uint8
+
+// The stream event kinds, in the order a stream sends them: one meta
+// before the first delta of each tier that writes part of the answer, the
+// deltas, a note when the answer was interrupted, and done last.
+const (
+	StreamMeta  StreamEventKind = iota + 1 // a tier committed to answer: Source, Tier, Model, Continued
+	StreamDelta                            // a piece of the answer: Text
+	StreamNote                             // a note for the user: Text (the answer was interrupted)
+	StreamDone                             // the end: Result
+)
+
+// String returns the kind's name: "meta", "delta", "note" or "done".
+func (k StreamEventKind) String() string {
+	switch k {
+	case StreamMeta:
+		return "meta"
+	case StreamDelta:
+		return "delta"
+	case StreamNote:
+		return "note"
+	case StreamDone:
+		return "done"
+	}
+	return "unknown"
+}
+
+// StreamEvent is one event of a streamed answer. It is a plain value.
+type StreamEvent struct {
+	Kind   StreamEventKind
+	Source tiers.Source // meta
+	Tier   string       // meta: the tier's name
+	Model  string       // meta: the model writing the answer, "" for tiers without one
+	// Continued is set on the meta of a tier that continues an answer an
+	// earlier model tier began (on_stream_break: continue).
+	Continued bool
+	Text      string  // delta, note
+	Result    *Result // done; must not be modified
+}
+
+// The values of StreamConfig.OnStreamBreak.
+const (
+	OnStreamBreakNote     = "note"
+	OnStreamBreakContinue = "continue"
+)
+
+// StreamConfig configures how a model tier streams (Pipeline.Stream).
+// Zero fields take the defaults written beside them.
+type StreamConfig struct {
+	// FirstTokenTimeout bounds the wait for a candidate's first text; 0
+	// leaves it to the tier's time limit.
+	FirstTokenTimeout time.Duration
+	// StallTimeout bounds the wait for each chunk after the first text; 0
+	// leaves it to the tier's time limit.
+	StallTimeout time.Duration
+	// CommitAfter is how many characters are held back before the stream
+	// is committed (see tiers.StreamRequest.CommitAfter); 0 commits at the
+	// first text.
+	CommitAfter int
+	// OnStreamBreak says how a stream that breaks or stalls after commit
+	// ends: OnStreamBreakNote (the default) sends the partial answer with
+	// an interruption note; OnStreamBreakContinue lets the next model tier
+	// continue the answer, falling back to the note when none can.
+	OnStreamBreak string
+	// ContinuePrompt is the instruction sent to the model tier that
+	// continues this tier's answer (see tiers.StreamRequest.ContinuePrompt);
+	// empty means tiers.DefaultContinuePrompt.
+	ContinuePrompt string
+}
+
+// InterruptedNote holds, by language, the note that ends an interrupted
+// answer. The question's language picks it (tiers.DetectLanguage).
+var InterruptedNote = map[string]string{
+	"zh": "回答生成中断，内容可能不完整。",
+	"en": "The answer was interrupted and may be incomplete.",
+}
+
+// Stream runs q through the tiers like Ask and streams the answer to fn.
+// Model tiers (tiers.StreamTier) stream their text as it comes; other
+// tiers (cache, retrieval, static) send their answer as one delta. Before
+// a stream is committed, any failure or timeout moves on to the next
+// candidate or tier and fn sees nothing of it. A stream that breaks or
+// stalls after commit ends as its tier's StreamConfig.OnStreamBreak says.
+//
+// fn is called on the caller's goroutine, in order: meta, deltas, maybe a
+// note, then done with the Result, which Stream also returns. An error
+// from fn stops the stream at once (the upstream call is cancelled, its
+// breaker hears nothing) and is returned. Stream returns the same errors
+// as Ask otherwise; it sends no event when it returns an error.
+// Identical streamed questions do not share a run (no singleflight).
+func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (*Result, error) {
+	degraded, err := p.admit(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if !p.begin() {
+		return nil, ErrClosed
+	}
+	defer p.inflight.Done()
+	sr := &streamRun{p: p, q: q, fn: fn}
+	return sr.run(ctx, degraded)
+}
+
+// streamRun is one streamed question.
+type streamRun struct {
+	p   *Pipeline
+	q   tiers.Query
+	fn  func(StreamEvent) error
+	err error // the first error of fn: the stream's receiver went away
+
+	// partial is the committed text of an interrupted answer, awaiting
+	// continuation (on_stream_break: continue).
+	partial *tiers.Answer
+	prompt  string // the continuation prompt of the tier whose stream broke
+}
+
+// send passes e to fn, remembering fn's first error.
+func (sr *streamRun) send(e StreamEvent) error {
+	if sr.err != nil {
+		return sr.err
+	}
+	sr.err = sr.fn(e)
+	return sr.err
+}
+
+func (sr *streamRun) run(ctx context.Context, degraded bool) (*Result, error) {
+	p := sr.p
+	start := time.Now()
+	b := p.newBudget(ctx, start)
+	r, gctx, q := p.newRun(ctx, sr.q)
+	sr.q = q
+	last := len(p.stages) - 1
+	for i, s := range p.stages {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		_, streams := s.Tier.(tiers.StreamTier)
+		if sr.partial != nil && !(s.Model && streams) {
+			continue // only a model tier can continue an answer
+		}
+		if degraded && s.Model {
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeQuota})
+			continue
+		}
+		limit := b.limit(s, time.Now())
+		if limit <= 0 && i != last {
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
+			continue
+		}
+		var req *tiers.StreamRequest
+		if streams {
+			req = sr.request(s)
+		}
+		a, err, ok := p.try(ctx, gctx, r, s, sr.q, limit, req)
+		if sr.err != nil {
+			return nil, sr.err
+		}
+		if !ok {
+			continue
+		}
+		if err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		switch {
+		case err == nil && !streams:
+			// A tier without streaming: its whole answer as one delta.
+			if e := sr.commit(s, a.Model); e != nil {
+				return nil, e
+			}
+			if e := sr.send(StreamEvent{Kind: StreamDelta, Text: a.Text}); e != nil {
+				return nil, e
+			}
+			return sr.done(ctx, r, a, start)
+		case err == nil:
+			return sr.done(ctx, r, sr.join(a), start)
+		case a.Interrupted:
+			joined := sr.join(a)
+			sr.partial, sr.prompt = &joined, s.Stream.ContinuePrompt
+			if s.Stream.OnStreamBreak != OnStreamBreakContinue {
+				return sr.interrupted(ctx, r, start)
+			}
+		}
+	}
+	if sr.partial != nil {
+		return sr.interrupted(ctx, r, start)
+	}
+	return &Result{Attempts: r.attempts, Duration: time.Since(start)}, ErrExhausted
+}
+
+// request returns the stream request for model tier s: its stream
+// settings, the partial answer to continue, and an Emit that sends the
+// tier's meta before its first delta.
+func (sr *streamRun) request(s *stage) *tiers.StreamRequest {
+	req := &tiers.StreamRequest{
+		FirstTokenTimeout: s.Stream.FirstTokenTimeout,
+		StallTimeout:      s.Stream.StallTimeout,
+		CommitAfter:       s.Stream.CommitAfter,
+	}
+	if sr.partial != nil {
+		req.Continue = sr.partial.Text
+		req.ContinuePrompt = sr.prompt
+	}
+	committed := false
+	req.Emit = func(d tiers.Delta) error {
+		if !committed {
+			committed = true
+			if err := sr.commit(s, d.Model); err != nil {
+				return err
+			}
+		}
+		return sr.send(StreamEvent{Kind: StreamDelta, Text: d.Text})
+	}
+	return req
+}
+
+// commit sends the meta of tier s, which now writes the answer.
+func (sr *streamRun) commit(s *stage, model string) error {
+	return sr.send(StreamEvent{Kind: StreamMeta, Source: s.source, Tier: s.name, Model: model, Continued: sr.partial != nil})
+}
+
+// join returns a appended to the partial answer it continues, if any.
+func (sr *streamRun) join(a tiers.Answer) tiers.Answer {
+	if sr.partial == nil {
+		return a
+	}
+	a.Text = sr.partial.Text + a.Text
+	a.Usage = sr.partial.Usage.Add(a.Usage)
+	if len(a.Docs) == 0 {
+		a.Docs = sr.partial.Docs
+	}
+	return a
+}
+
+// interrupted ends the stream with the partial answer and a note.
+func (sr *streamRun) interrupted(ctx context.Context, r *run, start time.Time) (*Result, error) {
+	a := *sr.partial
+	a.Interrupted = true
+	if err := sr.send(StreamEvent{Kind: StreamNote, Text: InterruptedNote[tiers.DetectLanguage(sr.q.Question)]}); err != nil {
+		return nil, err
+	}
+	return sr.done(ctx, r, a, start)
+}
+
+// done builds the Result of a and sends it. A continued answer is not
+// written to the caches: it was stitched from two models.
+func (sr *streamRun) done(ctx context.Context, r *run, a tiers.Answer, start time.Time) (*Result, error) {
+	res := sr.p.answered(ctx, r, sr.q, a, start, sr.partial == nil)
+	if err := sr.send(StreamEvent{Kind: StreamDone, Result: res}); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
