@@ -222,3 +222,41 @@ func TestHybridConcurrentWithReload(t *testing.T) {
 		t.Errorf("%d failed questions", errs.Load())
 	}
 }
+
+// TestHybridMinSimilarity guards the vector side of the relevance floor:
+// a document that shares no word with the question enters the results
+// only if its cosine similarity reaches MinSimilarity.
+func TestHybridMinSimilarity(t *testing.T) {
+	docs := []retrieval.Doc{
+		{ID: "lex", Title: "Refund policy", Text: "Refund policy details."},
+		{ID: "close", Title: "Getting your money back", Text: "How to get reimbursed."},
+		{ID: "far", Title: "Gift wrapping", Text: "We wrap presents."},
+	}
+	kb, err := retrieval.New(docs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	emb := &fakeEmbedder{rules: []rule{
+		{"reimburs", []float32{1, 0.2, 0}}, // cosine 0.98 with the question
+		{"wrap", []float32{0.2, 0, 1}},     // cosine 0.20
+		{"refund", []float32{1, 0, 0}},
+	}}
+	tests := []struct {
+		name string
+		min  float64
+		want []string
+	}{
+		{"default 0.3 keeps the far document out", 0, []string{"lex", "close"}},
+		{"higher floor keeps the close one out too", 0.99, []string{"lex"}},
+		{"negative admits every vector hit", -1, []string{"lex", "close", "far"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb, Weight: 0.7, MinSimilarity: tt.min})
+			got, err := h.Retrieve(context.Background(), "refund", 3)
+			if err != nil || !slices.Equal(ids(got), tt.want) {
+				t.Errorf("got %v, %v; want %v", ids(got), err, tt.want)
+			}
+		})
+	}
+}

@@ -17,40 +17,81 @@ var (
 	tagWeight   float32 = 1 // likewise for a tag
 )
 
+// DefaultMinCoverage is the IndexConfig.MinCoverage used when the field is
+// zero.
+const DefaultMinCoverage = 0.14
+
+// IndexConfig configures an Index. Zero fields take the defaults given.
+type IndexConfig struct {
+	// MinCoverage is the relevance floor: the share of the question's
+	// content that a document must cover to be returned, so that a
+	// question the documents do not cover gets none rather than articles
+	// sharing one common word. The content is each English word and each
+	// Chinese character of the question outside the stop words, weighted
+	// by its IDF (a word no document has weighs the most). A document
+	// covers a word it contains (or a synonym of it), and a Chinese
+	// character through a two-character term of the question containing
+	// it; a cover counts in full from the title or tags and at 0.3 from
+	// the body or a lone character. Default DefaultMinCoverage; a negative
+	// value returns every document that matches any term.
+	MinCoverage float64
+}
+
+// minCoverage returns the floor in effect for cfg.
+func (cfg IndexConfig) minCoverage() float64 {
+	switch {
+	case cfg.MinCoverage == 0 || math.IsNaN(cfg.MinCoverage):
+		return DefaultMinCoverage
+	case cfg.MinCoverage < 0:
+		return 0
+	}
+	return cfg.MinCoverage
+}
+
 // Index is an in-memory BM25 index over a fixed set of documents. Title and
 // tags weigh more than the body. It is immutable once built and safe for
 // concurrent use; rebuild it to change the documents.
 type Index struct {
+	cfg      IndexConfig
 	docs     []Doc
 	terms    map[string]int32 // term -> index into postings
 	postings [][]posting
 	docLen   []float32 // terms per document (title + tags + body)
 	avgLen   float64
-	scratch  sync.Pool // *[]float64 of len(docs): per-query score accumulators
+	scratch  sync.Pool // *accumulators of len(docs), all zero between queries
 }
 
 type posting struct {
-	doc int32
-	tf  float32 // weighted term frequency
+	doc  int32
+	tf   float32 // weighted term frequency
+	head bool    // the term is in the document's title or tags
 }
 
 var _ Retriever = (*Index)(nil)
 
-// NewIndex builds an index over docs. The index keeps its own copy of the
-// slice; stored scores are ignored.
+// NewIndex builds an index over docs with the default IndexConfig. The
+// index keeps its own copy of the slice; stored scores are ignored.
 func NewIndex(docs []Doc) *Index {
+	return NewIndexConfig(docs, IndexConfig{})
+}
+
+// NewIndexConfig builds an index over docs configured by cfg; see NewIndex.
+func NewIndexConfig(docs []Doc, cfg IndexConfig) *Index {
 	ix := &Index{
+		cfg:    cfg,
 		docs:   cloneDocs(docs),
 		terms:  make(map[string]int32),
 		docLen: make([]float32, len(docs)),
 	}
 	var (
 		tf      []float32 // term id -> weighted frequency in the current document
+		head    []bool    // term id -> in the current document's title or tags
 		touched []int32   // term ids with tf > 0, in first-seen order
 		total   float64
 	)
 	for d := range ix.docs {
 		n := 0
+		inHead := true
 		add := func(text string, w float32) {
 			eachToken(text, func(t string) {
 				id, ok := ix.terms[t]
@@ -59,11 +100,13 @@ func NewIndex(docs []Doc) *Index {
 					ix.terms[strings.Clone(t)] = id
 					ix.postings = append(ix.postings, nil)
 					tf = append(tf, 0)
+					head = append(head, false)
 				}
 				if tf[id] == 0 {
 					touched = append(touched, id)
 				}
 				tf[id] += w
+				head[id] = head[id] || inHead
 				n++
 			})
 		}
@@ -71,10 +114,11 @@ func NewIndex(docs []Doc) *Index {
 		for _, tag := range ix.docs[d].Tags {
 			add(tag, tagWeight)
 		}
+		inHead = false
 		add(ix.docs[d].Text, 1)
 		for _, id := range touched {
-			ix.postings[id] = append(ix.postings[id], posting{doc: int32(d), tf: tf[id]})
-			tf[id] = 0
+			ix.postings[id] = append(ix.postings[id], posting{doc: int32(d), tf: tf[id], head: head[id]})
+			tf[id], head[id] = 0, false
 		}
 		touched = touched[:0]
 		ix.docLen[d] = float32(n)
@@ -87,8 +131,8 @@ func NewIndex(docs []Doc) *Index {
 		ix.avgLen = 1
 	}
 	ix.scratch.New = func() any {
-		s := make([]float64, len(ix.docs))
-		return &s
+		n := len(ix.docs)
+		return &accumulators{score: make([]float64, n), covered: make([]uint64, n), headCovered: make([]uint64, n)}
 	}
 	return ix
 }
@@ -97,42 +141,45 @@ func NewIndex(docs []Doc) *Index {
 func (ix *Index) Len() int { return len(ix.docs) }
 
 // Retrieve returns up to k documents matching query, best first, as copies
-// with Score set to their BM25 score. Ties are broken by ID. A k <= 0 or a
-// query without terms gives no documents and no error; a done ctx gives
-// ctx.Err().
+// with Score set to their BM25 score. Ties are broken by ID. Only
+// documents that match at least IndexConfig.MinCoverage of the query's
+// term weight are returned, so a question the documents do not cover gets
+// none. A k <= 0 or a query without terms gives no documents and no
+// error; a done ctx gives ctx.Err().
 func (ix *Index) Retrieve(ctx context.Context, query string, k int) ([]Doc, error) {
+	return ix.retrieve(ctx, query, k, ix.cfg.minCoverage())
+}
+
+// retrieve is Retrieve with the relevance floor minCov in [0, 1].
+func (ix *Index) retrieve(ctx context.Context, query string, k int, minCov float64) ([]Doc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if k <= 0 || len(ix.docs) == 0 {
 		return nil, nil
 	}
-	terms, weights := queryTerms(query)
-	if len(terms) == 0 {
+	q := parseQuery(query)
+	if len(q.terms) == 0 {
 		return nil, nil
 	}
-	sp := ix.scratch.Get().(*[]float64)
-	defer ix.scratch.Put(sp)
-	scores := *sp
+	acc := ix.scratch.Get().(*accumulators)
+	defer ix.scratch.Put(acc)
+	scores, covered, headCovered := acc.score, acc.covered, acc.headCovered
 	var touched []int32
-	n := float64(len(ix.docs))
-	for i, t := range terms {
+	reset := func() {
+		for _, d := range touched {
+			scores[d], covered[d], headCovered[d] = 0, 0, 0
+		}
+	}
+	for i, t := range q.terms {
 		if i%16 == 15 {
 			if err := ctx.Err(); err != nil {
-				for _, d := range touched {
-					scores[d] = 0
-				}
+				reset()
 				return nil, err
 			}
 		}
-		p, ok := ix.terms[t]
-		if !ok || weights[i] <= 0 {
-			continue
-		}
-		list := ix.postings[p]
-		df := float64(len(list))
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		w := weights[i] * idf
+		list := ix.postingsOf(t)
+		w := q.weights[i] * ix.idf(len(list))
 		for _, ps := range list {
 			tf := float64(ps.tf)
 			norm := bm25K1 * (1 - bm25B + bm25B*float64(ix.docLen[ps.doc])/ix.avgLen)
@@ -140,48 +187,36 @@ func (ix *Index) Retrieve(ctx context.Context, query string, k int) ([]Doc, erro
 				touched = append(touched, ps.doc)
 			}
 			scores[ps.doc] += w * tf * (bm25K1 + 1) / (tf + norm)
+			covered[ps.doc] |= q.covers[i]
+			if ps.head && !q.weak[i] {
+				headCovered[ps.doc] |= q.covers[i]
+			}
 		}
 	}
-	best := topK(touched, k, func(d int32) float64 { return scores[d] }, func(d int32) string { return ix.docs[d].ID })
+	candidates := ix.relevant(q, touched, acc, minCov)
+	best := topK(candidates, k, func(d int32) float64 { return scores[d] }, func(d int32) string { return ix.docs[d].ID })
 	out := make([]Doc, len(best))
 	for i, d := range best {
 		out[i] = cloneDoc(ix.docs[d])
 		out[i].Score = scores[d]
 	}
-	for _, d := range touched {
-		scores[d] = 0
-	}
+	reset()
 	return out, nil
 }
 
-// queryTerms returns the distinct terms of query in first-seen order (so
-// scores add up in the same order every time) with their weights: the
-// number of occurrences, plus synonyms of the terms at synonymWeight.
-func queryTerms(query string) ([]string, []float64) {
-	all := tokens(query)
-	var terms []string
-	var weights []float64
-	seen := make(map[string]int, len(all))
-	add := func(t string, w float64) {
-		if i, ok := seen[t]; ok {
-			weights[i] += w
-			return
-		}
-		seen[t] = len(terms)
-		terms = append(terms, t)
-		weights = append(weights, w)
+// postingsOf returns the postings of term t, nil if no document has it.
+func (ix *Index) postingsOf(t string) []posting {
+	if p, ok := ix.terms[t]; ok {
+		return ix.postings[p]
 	}
-	for _, t := range all {
-		add(t, 1)
-	}
-	for _, t := range all {
-		for _, s := range synonyms[t] {
-			if _, ok := seen[s]; !ok {
-				add(s, synonymWeight)
-			}
-		}
-	}
-	return terms, weights
+	return nil
+}
+
+// idf returns the inverse document frequency of a term found in df
+// documents; a term no document has gets the highest.
+func (ix *Index) idf(df int) float64 {
+	n := float64(len(ix.docs))
+	return math.Log(1 + (n-float64(df)+0.5)/(float64(df)+0.5))
 }
 
 // topK returns the k best of items by score, highest first, ties broken

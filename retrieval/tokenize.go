@@ -10,7 +10,8 @@ import (
 //
 //   - Han, kana and Hangul runs give every character (unigram) and every
 //     pair of adjacent characters (bigram), so Chinese needs no segmenter;
-//     unigrams that carry no meaning on their own (的, 吗, 我…) are dropped.
+//     unigrams that carry no meaning on their own (的, 吗, 我…) are dropped,
+//     and so are question-word bigrams (怎么, 可以, 如何, 请问…; see stopPair).
 //   - Runs of other letters and digits give lowercase words; English stop
 //     words and single letters are dropped and the rest lightly stemmed.
 //   - Everything else (spaces, punctuation, symbols) separates terms.
@@ -58,7 +59,7 @@ func eachToken(text string, emit func(string)) {
 			if r, _ := utf8.DecodeRuneInString(text[hanOff[i]:]); !hanStop[r] {
 				emit(text[hanOff[i]:hanOff[i+1]])
 			}
-			if i+2 < len(hanOff) {
+			if i+2 < len(hanOff) && !stopPair(text[hanOff[i]:hanOff[i+2]]) {
 				emit(text[hanOff[i]:hanOff[i+2]])
 			}
 		}
@@ -196,17 +197,32 @@ shouldn so some such than that the their theirs them themselves then there these
 they this those through to too under until up very via was wasn we were weren
 what when where which while who whom why will with won would wouldn you your
 yours yourself yourselves get got still also ll re ve
+many much good first last take takes took taking mean means meant need needs
+want wants like know tell way thing things something someone anything possible
+really sure kind long
 `))
 
 // hanStop holds characters dropped as unigrams (they still form bigrams):
 // particles, pronouns and question words that say nothing about the topic.
 var hanStop = func() map[rune]bool {
 	m := make(map[rune]bool)
-	for _, r := range "的了吗呢吧啊呀么是在我你您他她它们这那和与及或也都就要会能可以把被给让有怎什哪个一之" {
+	for _, r := range "的了吗呢吧啊呀么是在我你您他她它们这那和与及或也都就要会能可以把被给让有怎什哪个一之如何为些" {
 		m[r] = true
 	}
 	return m
 }()
+
+// hanStopPairs holds question-word bigrams dropped besides those made of
+// two hanStop characters (怎么, 什么, 可以…).
+var hanStopPairs = setOf([]string{"怎样", "请问", "多少"})
+
+// stopPair reports whether the CJK bigram b says nothing about the topic:
+// both its characters are in hanStop, or it is in hanStopPairs.
+func stopPair(b string) bool {
+	r1, n := utf8.DecodeRuneInString(b)
+	r2, _ := utf8.DecodeRuneInString(b[n:])
+	return hanStop[r1] && hanStop[r2] || hanStopPairs[b]
+}
 
 func setOf(words []string) map[string]bool {
 	m := make(map[string]bool, len(words))

@@ -17,6 +17,8 @@ func TestTokensChinese(t *testing.T) {
 		{"full-width digits fold", "３０天", []string{"30", "天"}},
 		{"mixed with English", "Plus会员", []string{"plus", "会员", "员"}},
 		{"single character", "票", []string{"票"}},
+		{"question-word bigrams dropped", "怎么退货", []string{"么退", "退", "退货", "货"}},
+		{"listed question bigram dropped", "请问运费", []string{"请", "问", "问运", "运", "运费", "费"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -60,7 +62,8 @@ func TestTokensBadInput(t *testing.T) {
 }
 
 func TestSynonymsExpandQuery(t *testing.T) {
-	terms, weights := queryTerms("my laptop is broken")
+	q := parseQuery("my laptop is broken")
+	terms, weights := q.terms, q.weights
 	want := map[string]float64{"laptop": 1, "broken": 1, "computer": synonymWeight, "faulty": synonymWeight}
 	for i, term := range terms {
 		if w, ok := want[term]; ok && w != weights[i] {
