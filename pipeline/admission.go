@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
@@ -21,6 +22,7 @@ const defaultMaxTenants = 10000
 // are kept in a bounded LRU; a tenant evicted and seen again starts with a
 // full burst. It is safe for concurrent use.
 type admission struct {
+	shared      Limiter       // nil: local limiters only
 	global      *rate.Limiter // nil: unlimited
 	tenantRPS   rate.Limit    // 0: unlimited
 	tenantBurst int
@@ -71,9 +73,16 @@ func (a *admission) admit(tenant string, now time.Time) string {
 }
 
 // admitNow is admit at the clock's time, read only when a limit is set.
-func (a *admission) admitNow(tenant string, clock interface{ Now() time.Time }) string {
+// With a shared limiter the limits are taken from it, and from the local
+// limiters only when it cannot answer.
+func (a *admission) admitNow(ctx context.Context, tenant string, clock interface{ Now() time.Time }) string {
 	if a.global == nil && a.tenantRPS == 0 {
 		return ""
+	}
+	if a.shared != nil {
+		if reason, ok := a.admitShared(ctx, tenant); ok {
+			return reason
+		}
 	}
 	return a.admit(tenant, clock.Now())
 }

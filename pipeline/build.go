@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 
@@ -30,12 +31,16 @@ type BuildEnv struct {
 	// KnowledgeBase is used as it is; nil means opening
 	// knowledge_base.path.
 	KnowledgeBase *retrieval.KnowledgeBase
-	// BreakerStore shares breaker state between instances (required when
-	// redis.url is set); nil keeps it in this process.
+	// BreakerStore shares breaker state between instances; nil keeps it in
+	// this process, unless redis.url is set: Build then opens a
+	// redisstore.Store and its shared rate limiter, closed by Close.
 	BreakerStore breaker.Store
 	// StoreKind names BreakerStore for Status; default "redis" with a
 	// store, "memory" without.
 	StoreKind string
+	// Logger receives the shared store's reports (Redis lost, Redis back);
+	// nil means slog.Default().
+	Logger *slog.Logger
 }
 
 func orGetenv(getenv func(string) string) func(string) string {
@@ -54,10 +59,10 @@ func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
 	if err := errors.Join(cfg.Validate(), cfg.CheckEnv(env.Getenv)); err != nil {
 		return nil, err
 	}
-	getenv := orGetenv(env.Getenv)
 	if cfg.Redis.URL != "" && env.BreakerStore == nil {
-		return nil, &FieldError{Path: "redis.url", Msg: "shared state needs a breaker store, and none was given"}
+		return buildShared(cfg, env)
 	}
+	getenv := orGetenv(env.Getenv)
 	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
 	if err := b.knowledgeBase(); err != nil {
 		return nil, err
@@ -86,6 +91,8 @@ func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
 			Breaker:  breakerConfig(tc.Breaker, env.BreakerStore),
 			Bulkhead: tc.Bulkhead,
 			Model:    tc.Kind == KindLLM,
+			Stream: StreamConfig{FirstTokenTimeout: tc.FirstTokenTimeout, StallTimeout: tc.StallTimeout,
+				CommitAfter: tc.CommitAfter, OnStreamBreak: tc.OnStreamBreak, ContinuePrompt: tc.ContinuePrompt},
 		})
 	}
 	storeKind := env.StoreKind

@@ -55,8 +55,9 @@ type KnowledgeBaseConfig struct {
 
 // RedisConfig enables shared breaker state and rate limits.
 type RedisConfig struct {
-	URL    string `yaml:"url"`    // empty: state stays in this process
-	Prefix string `yaml:"prefix"` // key namespace; default "ragfuse"
+	URL       string        `yaml:"url"`        // empty: state stays in this process
+	Prefix    string        `yaml:"prefix"`     // key namespace; default "ragfuse"
+	OpTimeout time.Duration `yaml:"op_timeout"` // bound of every Redis call; default 50ms
 }
 
 // RateLimitConfig configures admission.

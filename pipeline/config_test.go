@@ -125,7 +125,7 @@ func TestBuildChecksAPIKeyEnv(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "models.m.api_key_env: environment variable TEST_KEY is not set") {
 		t.Fatalf("err = %v", err)
 	}
-	cfg.Redis.URL = "redis://127.0.0.1:6379"
+	cfg.Redis.URL = "redis://:sk-secret-value@127.0.0.1:6379/notadb"
 	_, err = Build(cfg, BuildEnv{Getenv: func(string) string { return "sk-secret-value" }})
 	if err == nil || !strings.Contains(err.Error(), "redis.url") || strings.Contains(err.Error(), "sk-secret") {
 		t.Fatalf("err = %v", err)

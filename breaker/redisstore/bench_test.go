@@ -2,7 +2,9 @@ package redisstore_test
 
 import (
 	"log/slog"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/breaker/redisstore"
@@ -59,5 +61,39 @@ func benchStore(b *testing.B, st breaker.Store, parallel bool) {
 	}
 	if s := br.State(); s != breaker.StateClosed {
 		b.Fatalf("state %v, want closed", s)
+	}
+}
+
+// BenchmarkPropagation measures how long a transition on one instance
+// takes to reach a breaker on another instance through Redis pub/sub: one
+// op is a trip and a reset, each waited for on the other side.
+func BenchmarkPropagation(b *testing.B) {
+	redistest.Client(b)
+	prefix := redistest.Prefix(b)
+	var stores []*redisstore.Store
+	for range 2 {
+		st, err := redisstore.New(redisstore.Config{URL: redistest.URL(), Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	from := breaker.New("m", breaker.Config{Store: stores[0]})
+	to := breaker.New("m", breaker.Config{Store: stores[1]})
+	wait := func(s breaker.State) {
+		deadline := time.Now().Add(5 * time.Second)
+		for to.State() != s {
+			if time.Now().After(deadline) {
+				b.Fatalf("state %v never arrived", s)
+			}
+			runtime.Gosched()
+		}
+	}
+	for b.Loop() {
+		from.Trip()
+		wait(breaker.StateOpen)
+		from.Reset()
+		wait(breaker.StateClosed)
 	}
 }

@@ -107,7 +107,13 @@ func (s *Store) cycle(parent context.Context) {
 			msg := encode(name, sh, s.cfg.Instance)
 			p.Set(ctx, s.stateKey(name), msg, s.cfg.StateTTL)
 			p.Publish(ctx, s.channel, msg)
-			p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
+			if sh.State == breaker.StateOpen {
+				// A failed probe (or a trip) starts a new open period, whose
+				// half-open period needs a new lease. After a close the lease
+				// is left to expire, so that a process that has not heard of
+				// the close yet cannot take it and probe again.
+				p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
+			}
 			if e := names[name]; e != nil {
 				idx := e.bucket(now)
 				for i := range e.buckets { // the next period starts with an empty window

@@ -12,6 +12,7 @@ import (
 
 	"github.com/ragfuse/ragfuse"
 	"github.com/ragfuse/ragfuse/api"
+	"github.com/ragfuse/ragfuse/breaker/redisstore"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -78,7 +79,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	}
 	reg := prometheus.NewRegistry()
 	obs := api.NewObserver(reg, logger)
-	p, err := pipeline.Build(cfg, pipeline.BuildEnv{Getenv: getenv, Observer: obs, KnowledgeBase: kb})
+	p, err := pipeline.Build(cfg, pipeline.BuildEnv{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
@@ -122,6 +123,7 @@ func runServe(ctx context.Context, args []string, e *env) error {
 		}
 	}
 	logger := newLogger(e.stderr, *logJSON)
+	redisstore.SetDriverLogger(logger) // the shared store reports Redis outages itself, once
 
 	a, err := assemble(o, logger, e.getenv)
 	if err != nil {
