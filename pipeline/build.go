@@ -106,6 +106,7 @@ func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
 		Observer:       env.Observer,
 		RateLimit:      cfg.RateLimit,
 		Embedder:       b.emb,
+		EmbedderModel:  b.embID,
 		Cooldown:       DefaultCooldown,
 		StoreKind:      storeKind,
 		Store:          env.BreakerStore,
@@ -124,6 +125,7 @@ type builder struct {
 	kb      *retrieval.KnowledgeBase
 	ret     retrieval.Retriever        // the knowledge base, hybrid when an embedder is configured
 	emb     cache.Embedder             // the embedder shared by the caches and the retriever
+	embID   string                     // the models: id behind emb; "" for the hash embedder
 	cache   *cache.Cache               // shared by the cache tiers
 	models  map[string]tiers.Candidate // by models: key
 	closers []io.Closer
@@ -161,6 +163,7 @@ func (b *builder) embedder() error {
 		} else {
 			m := b.models[t.Embedder]
 			b.emb = cache.NewOpenAIEmbedder(cache.OpenAIEmbedderConfig{Client: m.Client, Model: m.Model})
+			b.embID = t.Embedder
 		}
 		break
 	}

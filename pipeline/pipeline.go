@@ -93,6 +93,11 @@ type Options struct {
 	// Embedder, if set, embeds each question once for the semantic cache
 	// and a hybrid retriever (tiers.Memo).
 	Embedder cache.Embedder
+	// EmbedderModel, if set, names the model (the models: id) behind
+	// Embedder: its calls then go through the breaker "model/<id>", with
+	// the default breaker settings, like any model call. Leave it
+	// empty for an embedder that needs no service (the hash embedder).
+	EmbedderModel string
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase.
 	KnowledgeBase KnowledgeBase
@@ -198,6 +203,13 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	if p.breakers == nil {
 		p.breakers = breaker.NewRegistry(breaker.Config{Clock: p.clock, OnStateChange: p.breakerChanged})
+	}
+	if p.embedder != nil && opts.EmbedderModel != "" {
+		// The embedder's breaker has the default settings, shared through
+		// the same store as the tiers' breakers.
+		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
+		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel,
+			b: p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))}
 	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {

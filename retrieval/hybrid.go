@@ -111,7 +111,8 @@ func (h *Hybrid) Retrieve(ctx context.Context, query string, k int) ([]Doc, erro
 // RetrieveVector returns the k best documents for query, best first, with
 // Score set to (1-Weight)*lexical/maxLexical + Weight*max(cosine, 0); ties
 // are broken by ID. vec is the query's embedding if the caller has it;
-// when nil the query is embedded here. If embedding the query or the
+// when nil the query is embedded here; NoVector ranks by the lexical score
+// alone. If embedding the query or the
 // documents fails, or the dimensions differ, the lexical results are
 // returned unchanged (with their BM25 scores). A done ctx gives ctx.Err();
 // a lexical error is returned as is.
@@ -124,7 +125,7 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 	}
 	n := max(h.cfg.Candidates, 3*k)
 	lex, err := h.cfg.Lexical.Retrieve(ctx, query, n)
-	if err != nil || h.cfg.Embedder == nil || len(tokens(query)) == 0 {
+	if err != nil || h.cfg.Embedder == nil || IsNoVector(vec) || len(tokens(query)) == 0 {
 		return trim(lex, k), err
 	}
 	out, err := h.blend(ctx, query, vec, lex, n, k)

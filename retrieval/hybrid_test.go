@@ -260,3 +260,19 @@ func TestHybridMinSimilarity(t *testing.T) {
 		})
 	}
 }
+
+// TestHybridNoVectorDoesNotEmbed guards "the question is embedded at most
+// once": after the embedding failed for a question, NoVector ranks by the
+// lexical score without asking the embedder again.
+func TestHybridNoVectorDoesNotEmbed(t *testing.T) {
+	kb, _ := retrieval.New(hybridDocs)
+	emb := newHybridEmbedder()
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb, Weight: 0.7})
+	docs, err := h.RetrieveVector(context.Background(), "refund", retrieval.NoVector, 3)
+	if err != nil || !slices.Equal(ids(docs), []string{"a"}) {
+		t.Fatalf("RetrieveVector(NoVector) = %v, %v; want the lexical [a]", ids(docs), err)
+	}
+	if got := emb.embedded(); len(got) != 0 {
+		t.Errorf("embedder called with %q, want no call", got)
+	}
+}

@@ -24,7 +24,7 @@ type Retriever interface {
 // VectorRetriever is a Retriever that can reuse an embedding of the query
 // computed elsewhere (for example by the semantic cache), so a question is
 // embedded at most once. vec may be nil, in which case it behaves like
-// Retrieve.
+// Retrieve, or NoVector, in which case it ranks without any embedding.
 type VectorRetriever interface {
 	Retriever
 	RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error)
@@ -35,3 +35,11 @@ type VectorRetriever interface {
 type Embedder interface {
 	Embed(ctx context.Context, texts []string) ([][]float32, error)
 }
+
+// NoVector passed to RetrieveVector says the question's embedding is not
+// to be had (the embedding service failed once already for this question):
+// rank without it and do not try to embed the question again.
+var NoVector = []float32{}
+
+// IsNoVector reports whether vec is NoVector (empty but not nil).
+func IsNoVector(vec []float32) bool { return vec != nil && len(vec) == 0 }

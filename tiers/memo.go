@@ -57,7 +57,7 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 		if vr, ok := r.(retrieval.VectorRetriever); ok && m.Embedder != nil {
 			vec, err := m.Embedding(ctx, m.Embedder, question)
 			if err != nil {
-				vec = nil // the retriever falls back to its lexical index
+				vec = retrieval.NoVector // rank lexically; do not embed again
 			}
 			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
 			return

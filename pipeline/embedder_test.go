@@ -1,0 +1,69 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// failingEmbedder counts its calls and fails while err is set.
+type failingEmbedder struct {
+	calls atomic.Int64
+	fail  atomic.Bool
+}
+
+func (f *failingEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	f.calls.Add(1)
+	if f.fail.Load() {
+		return nil, errors.New("embedding service: 503")
+	}
+	return cache.NewHashEmbedder(0).Embed(context.Background(), texts)
+}
+
+// TestEmbedderGuardedByBreaker guards the rule that an embedding service
+// is a model call like any other: once it has failed failure_threshold
+// times, its breaker opens and questions skip embedding at once (the
+// cache misses) while the model tier still answers; after the open
+// duration one probe reaches it again.
+func TestEmbedderGuardedByBreaker(t *testing.T) {
+	emb := &failingEmbedder{}
+	emb.fail.Store(true)
+	c := cache.New(cache.Config{})
+	p, clk := newTestPipeline(t, Options{
+		Embedder:      emb,
+		EmbedderModel: "embed",
+		Tiers: []Stage{
+			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c, Embedder: emb}),
+				Breaker: breaker.Config{FailureThreshold: 50, OpenDuration: time.Minute}},
+			{Tier: tier("primary", tiers.SourcePrimary, answers("ok")), Model: true},
+		},
+	})
+	for i, want := range []int64{1, 2, 2, 2} {
+		res := ask(t, p, "how do refunds work")
+		if res.Source != tiers.SourcePrimary {
+			t.Fatalf("question %d answered by %s, want primary", i, res.Source)
+		}
+		if got := emb.calls.Load(); got != want {
+			t.Fatalf("after question %d the embedder had %d calls, want %d", i, got, want)
+		}
+	}
+	b, ok := p.Breakers().Lookup("model/embed")
+	if !ok || b.State() != breaker.StateOpen {
+		t.Fatalf("model/embed breaker missing or not open")
+	}
+	emb.fail.Store(false)
+	clk.Advance(time.Minute + time.Second)
+	ask(t, p, "how do refunds work")
+	if got := emb.calls.Load(); got != 3 {
+		t.Fatalf("after the open duration the embedder had %d calls, want 3 (one probe)", got)
+	}
+	if b.State() != breaker.StateClosed {
+		t.Errorf("model/embed = %v after a good probe, want closed", b.State())
+	}
+}
