@@ -2,7 +2,6 @@ package cache
 
 import (
 	"math"
-	"math/bits"
 	"math/rand/v2"
 )
 
@@ -10,9 +9,9 @@ import (
 const (
 	sketchWords = 4    // 256-bit sign sketches
 	exactBelow  = 2048 // below this many vectors, search exactly
-	minRerank   = 1024 // candidates re-scored exactly, at least …
-	rerankShare = 24   // … or one in rerankShare of the vectors
-	maxRerank   = 4096
+	minRerank   = 1024 // candidates re-scored on the int8 copies, at least …
+	rerankShare = 24   // … or one in rerankShare of the vectors …
+	maxRerank   = 3072 // … but at most this many
 	// finalRescore candidates, best on the int8 copies, are scored exactly.
 	finalRescore = 16
 )
@@ -20,9 +19,11 @@ const (
 // index is a vector index for cosine similarity: every vector has a 256-bit
 // sign sketch (SimHash: the signs of its projections on fixed random
 // hyperplanes, whose Hamming distance estimates the angle); a search scans the
-// sketches, keeps the closest candidates and re-scores them exactly. Vectors
-// are stored normalized, positions are dense and a removal moves the last
-// vector into the hole. An index is not safe for concurrent use.
+// sketches, keeps the closest candidates, scores them on int8 copies of the
+// vectors and re-scores the best of those exactly. Vectors are stored
+// normalized, positions are dense and a removal moves the last vector into
+// the hole. An index is not safe for concurrent use; its scratch buffers are
+// reused by every search, so a search allocates nothing once they have grown.
 type index struct {
 	dim    int
 	planes []float32 // dim rows of 64*sketchWords: component j of every hyperplane
@@ -33,13 +34,16 @@ type index struct {
 	ids    []*record // the record at each position
 
 	// scratch, reused between searches
-	dist   []uint16
-	cand   []int32
-	q      []float32
-	nz     []int32 // the nonzero components of q
-	approx []hit   // candidates scored on the int8 copies
-	sorted []int32 // candidates by sketch distance
+	q      []float32 // the normalized query
+	nz     []int32   // the nonzero components of q
+	qi     []int32   // q quantized: all dim components, or those of nz when sparse
+	all    []uint64  // every sketch's distance to the query, four to a word
+	dist   []uint16  // candidates' sketch distances, in scan order
+	cand   []int32   // candidates' positions, in scan order
+	sorted []int32   // candidates by sketch distance
 	sdist  []uint16
+	approx []hit // candidates scored on the int8 copies
+	sink   uint8 // keeps the loads of touch
 }
 
 // planeSeeds are fixed so that sketches agree across processes.
@@ -51,7 +55,7 @@ func newIndex(dim int) *index {
 	for i := range planes {
 		planes[i] = float32(r.NormFloat64())
 	}
-	return &index{dim: dim, planes: planes, q: make([]float32, dim)}
+	return &index{dim: dim, planes: planes, q: make([]float32, dim), qi: make([]int32, dim)}
 }
 
 func (x *index) len() int { return len(x.ids) }
@@ -62,23 +66,24 @@ func (x *index) add(rec *record, vec []float32) {
 	x.ids = append(x.ids, rec)
 	start := len(x.vecs)
 	x.vecs = append(x.vecs, vec...)
-	normalize(x.vecs[start:])
-	var s [sketchWords]uint64
-	x.sketch(&s, x.vecs[start:])
-	x.sk = append(x.sk, s[:]...)
 	v := x.vecs[start:]
+	normalize(v)
+	var s [sketchWords]uint64
+	x.sketch(&s, v)
+	x.sk = append(x.sk, s[:]...)
 	var m float32
 	for _, f := range v {
 		m = max(m, f, -f)
 	}
 	sc := m / 127
 	x.scale = append(x.scale, sc)
-	for _, f := range v {
-		var b int8
-		if sc > 0 {
-			b = int8(math.Round(float64(f / sc)))
+	qstart := len(x.vq)
+	x.vq = append(x.vq, make([]int8, x.dim)...) // no allocation once grown
+	if sc > 0 {
+		q := x.vq[qstart:]
+		for j, f := range v {
+			q[j] = int8(math.Round(float64(f / sc)))
 		}
-		x.vq = append(x.vq, b)
 	}
 }
 
@@ -132,8 +137,9 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 			x.nz = append(x.nz, int32(j))
 		}
 	}
+	sparse := len(x.nz) < x.dim/2
 	score := func(i int) float32 { return dot(q, x.vecs[i*x.dim:(i+1)*x.dim]) }
-	if len(x.nz) < x.dim/2 {
+	if sparse {
 		score = func(i int) float32 { return sparseDot(q, x.nz, x.vecs[i*x.dim:(i+1)*x.dim]) }
 	}
 	if n <= exactBelow {
@@ -146,16 +152,32 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 	// vectors for the best of those.
 	var qs [sketchWords]uint64
 	x.sketch(&qs, q)
+	qscale := x.quantizeQuery(sparse)
 	approx := x.approx[:0]
 	keep := max(k, finalRescore)
 	cand, dist := x.candidates(&qs, rerankCount(n))
 	limit := len(qs) * 64 // no pruning until keep candidates are scored
+	x.touch(cand[:min(touchBatch, len(cand))])
 	for c, p := range cand {
 		if int(dist[c]) > limit {
 			break // no farther sketch is likely to beat the ones kept
 		}
+		if c%touchBatch == 0 {
+			// Load the next batch while this one is scored.
+			x.touch(cand[min(c+touchBatch, len(cand)):min(c+2*touchBatch, len(cand))])
+		}
 		i := int(p)
-		approx = keepTop(approx, keep, hit{i, x.scale[i] * x.qdot(q, i)})
+		var d int64
+		if sparse {
+			d = x.sparseQdot(i)
+		} else {
+			d = x.denseQdot(i)
+		}
+		sim := x.scale[i] * qscale * float32(d)
+		if len(approx) == keep && sim <= approx[keep-1].sim {
+			continue
+		}
+		approx = keepTop(approx, keep, hit{i, sim})
 		if len(approx) == keep {
 			limit = hammingBound(approx[keep-1].sim)
 		}
@@ -167,145 +189,27 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 	return out
 }
 
-// qdot returns the dot product of q with the int8 copy of vector i (before
-// scaling).
-func (x *index) qdot(q []float32, i int) float32 {
-	v := x.vq[i*x.dim : (i+1)*x.dim : (i+1)*x.dim]
-	var s float32
-	if len(x.nz) < x.dim/2 {
-		for _, j := range x.nz {
-			s += q[j] * float32(v[j])
+// touchBatch candidates are loaded together before they are scored.
+const touchBatch = 16
+
+// touch loads the int8 copies and scales of the vectors at positions ps, so
+// that their cache misses overlap instead of coming one candidate at a time:
+// the candidates lie scattered over memory much larger than the CPU caches.
+func (x *index) touch(ps []int32) {
+	s := x.sink
+	for _, p := range ps {
+		i := int(p)
+		v := x.vq[i*x.dim : (i+1)*x.dim]
+		for o := 0; o < len(v); o += 64 {
+			s ^= uint8(v[o])
 		}
-		return s
+		s ^= uint8(math.Float32bits(x.scale[i]))
 	}
-	var s1 float32
-	v = v[:len(q)]
-	j := 0
-	for ; j+2 <= len(q); j += 2 {
-		s += q[j] * float32(v[j])
-		s1 += q[j+1] * float32(v[j+1])
-	}
-	for ; j < len(q); j++ {
-		s += q[j] * float32(v[j])
-	}
-	return s + s1
+	x.sink = s
 }
 
 func rerankCount(n int) int {
 	return min(max(minRerank, n/rerankShare), maxRerank)
-}
-
-// hamming returns the Hamming distance between sketch i and qs.
-func (x *index) hamming(i int, qs *[sketchWords]uint64) int {
-	s := x.sk[i*sketchWords : i*sketchWords+sketchWords : i*sketchWords+sketchWords]
-	return bits.OnesCount64(s[0]^qs[0]) + bits.OnesCount64(s[1]^qs[1]) +
-		bits.OnesCount64(s[2]^qs[2]) + bits.OnesCount64(s[3]^qs[3])
-}
-
-// sampleSize sketches estimate the distance cut-off before the full pass.
-const sampleSize = 1024
-
-// candidates returns the r positions whose sketches are closest to qs in
-// Hamming distance, nearest first, with their distances. A strided sample estimates a generous cut-off; one pass
-// keeps the positions under it, and the histogram of their distances trims
-// them to r. Should the estimate keep fewer than r, a second pass with the
-// exact cut-off follows.
-func (x *index) candidates(qs *[sketchWords]uint64, r int) ([]int32, []uint16) {
-	n := len(x.ids)
-	var hist [2 * 64 * sketchWords]int32 // indexed by distance, 0…256
-	stride := max(1, n/sampleSize)
-	sampled := 0
-	for i := 0; i < n; i += stride {
-		hist[x.hamming(i, qs)]++
-		sampled++
-	}
-	// Aim at 1.5 r (plus slack for small samples) in the sample's terms.
-	est, _ := cutoff(&hist, sampled*(3*r/2)/n+8)
-	clear(hist[:])
-	cand, dist := x.cand[:0], x.dist[:0]
-	for i := range n {
-		if d := x.hamming(i, qs); d <= est {
-			cand = append(cand, int32(i))
-			dist = append(dist, uint16(d))
-			hist[d]++
-		}
-	}
-	if len(cand) < r && len(cand) < n {
-		// The estimate was too tight: count everything.
-		clear(hist[:])
-		cand, dist = cand[:0], dist[:0]
-		for i := range n {
-			d := x.hamming(i, qs)
-			cand = append(cand, int32(i))
-			dist = append(dist, uint16(d))
-			hist[d]++
-		}
-	}
-	x.cand, x.dist = cand, dist
-	cut, atCut := len(hist)-1, len(cand)
-	if len(cand) > r {
-		cut, atCut = cutoff(&hist, r)
-	}
-	// Counting sort by distance, keeping those under the cut-off.
-	var start [2 * 64 * sketchWords]int32
-	total := int32(0)
-	for d := 0; d <= cut; d++ {
-		start[d] = total
-		total += hist[d]
-	}
-	total = total - hist[cut] + int32(atCut)
-	if cap(x.sorted) < int(total) {
-		x.sorted = make([]int32, total, 2*total)
-		x.sdist = make([]uint16, total, 2*total)
-	}
-	sorted, sdist := x.sorted[:total], x.sdist[:total]
-	for k, p := range cand {
-		d := int(dist[k])
-		if d > cut || d == cut && atCut == 0 {
-			continue
-		}
-		if d == cut {
-			atCut--
-		}
-		sorted[start[d]], sdist[start[d]] = p, uint16(d)
-		start[d]++
-	}
-	return sorted, sdist
-}
-
-// cutoff returns the smallest distance c such that at least r counts of
-// hist are at distances <= c, and how many of those at c are needed to make
-// r.
-func cutoff(hist *[2 * 64 * sketchWords]int32, r int) (c, atCut int) {
-	sum := 0
-	for c = range hist {
-		sum += int(hist[c])
-		if sum >= r {
-			return c, r - (sum - int(hist[c]))
-		}
-	}
-	return len(hist) - 1, 0
-}
-
-// sketch sets s to the sign bits of v's projections on the hyperplanes,
-// skipping the zero components of v.
-func (x *index) sketch(s *[sketchWords]uint64, v []float32) {
-	const nb = 64 * sketchWords
-	var acc [nb]float32
-	for j, f := range v {
-		if f == 0 {
-			continue
-		}
-		row := x.planes[j*nb : (j+1)*nb : (j+1)*nb]
-		for b := range acc {
-			acc[b] += f * row[b]
-		}
-	}
-	for b, p := range acc {
-		if p >= 0 {
-			s[b/64] |= 1 << (b % 64)
-		}
-	}
 }
 
 // keepTop inserts h into out, kept sorted by similarity and at most k long.
@@ -339,16 +243,6 @@ func dot(a, b []float32) float32 {
 		s0 += a[i] * b[i]
 	}
 	return s0 + s1 + s2 + s3
-}
-
-// hammingBound returns the sketch distance beyond which a vector is
-// unlikely to be more similar than sim: a vector at angle θ differs in each
-// sketch bit with probability θ/π, so its distance is binomial; the bound is
-// the mean at sim's angle plus four standard deviations.
-func hammingBound(sim float32) int {
-	const bits = 64 * sketchWords
-	p := math.Acos(max(-1, min(1, float64(sim)))) / math.Pi
-	return int(bits*p+4*math.Sqrt(bits*p*(1-p))) + 2
 }
 
 // sparseDot returns the dot product of a and b over the components nz,

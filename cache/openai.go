@@ -13,6 +13,10 @@ import (
 // index out of range, or vectors of differing or zero dimension.
 var ErrEmbeddingShape = errors.New("cache: embedding response has the wrong shape")
 
+// ErrNoEmbeddings reports a response without any vector. It comes wrapped
+// together with ErrEmbeddingShape, so either matches with errors.Is.
+var ErrNoEmbeddings = errors.New("cache: embedding response has no vectors")
+
 // errNoClient reports an OpenAIEmbedder without a client.
 var errNoClient = errors.New("cache: OpenAIEmbedder has no client")
 
@@ -86,6 +90,9 @@ func (e *OpenAIEmbedder) embedBatch(ctx context.Context, batch []string) ([][]fl
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cache: embeddings (%s): %w", e.cfg.Model, err)
+	}
+	if len(resp.Data) == 0 {
+		return nil, fmt.Errorf("%w: %w for %d texts", ErrEmbeddingShape, ErrNoEmbeddings, len(batch))
 	}
 	if len(resp.Data) != len(batch) {
 		return nil, fmt.Errorf("%w: %d vectors for %d texts", ErrEmbeddingShape, len(resp.Data), len(batch))
