@@ -3,39 +3,60 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
+// errEmbedderCooling reports an embedding skipped because the service
+// answered 429 and its Retry-After (or the cooldown) has not passed.
+var errEmbedderCooling = errors.New("pipeline: embedding model cooling down after 429")
+
 // guardedEmbedder calls an embedding service through the breaker of its
-// model, like any model call: while the service is failing, questions skip
-// embedding at once (the semantic cache misses, the hybrid retriever ranks
-// lexically) instead of waiting for it. The calling tier's context bounds
-// the call's time. It is safe for concurrent use.
+// model, like any model call: its errors are classified as a chat call's
+// (tiers.ClassifyEmbedding) and its breaker hears them by the same table;
+// a 429 cools the model down for its Retry-After (or the pipeline's
+// cooldown) without hurting the breaker. While the service is failing or
+// cooling down, questions skip embedding at once (the semantic cache
+// misses, the hybrid retriever ranks lexically) instead of waiting for
+// it. The calling tier's context bounds the call's time. It is safe for
+// concurrent use.
 type guardedEmbedder struct {
 	e  cache.Embedder
-	id string // the models: entry, for errors
+	id string // the models: entry, for errors and the cooldown
 	b  *breaker.Breaker
+	p  *Pipeline // its clock, cooldowns and default cooldown
 }
 
 var _ cache.Embedder = (*guardedEmbedder)(nil)
 
-// Embed embeds texts unless the breaker is open.
+// Embed embeds texts unless the model is cooling down or its breaker is
+// open; those skips are *tiers.Error of KindUnavailable.
 func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if g.p.cool.active(g.id, g.p.clock.Now()) {
+		return nil, &tiers.Error{Kind: tiers.KindUnavailable, Tier: "embedding", Model: g.id, Err: errEmbedderCooling}
+	}
 	permit, err := g.b.Allow()
 	if err != nil {
 		return nil, &tiers.Error{Kind: tiers.KindUnavailable, Tier: "embedding", Model: g.id, Err: err}
 	}
-	vs, err := g.e.Embed(ctx, texts)
-	switch {
-	case err == nil:
-		permit.Done(breaker.Success)
-	case errors.Is(err, context.Canceled) && ctx.Err() != nil:
-		permit.Done(breaker.Ignored) // the caller went away
-	default:
-		permit.Done(breaker.Failure)
+	cctx, retryAfter := tiers.WithRetryAfter(ctx)
+	t0 := time.Now()
+	vs, err := g.e.Embed(cctx, texts)
+	if err == nil {
+		permit.Report(breaker.Success, time.Since(t0))
+		return vs, nil
 	}
-	return vs, err
+	te := tiers.ClassifyEmbedding(g.id, err, ctx.Err(), retryAfter())
+	permit.Report(outcomeOf(te.Kind), time.Since(t0)) // a caller gone away is ignored
+	if te.Kind == tiers.KindRateLimited {
+		d := te.RetryAfter
+		if d <= 0 {
+			d = g.p.cooldown
+		}
+		g.p.cool.set(g.id, g.p.clock.Now().Add(d))
+	}
+	return nil, te
 }
