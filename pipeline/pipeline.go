@@ -208,7 +208,7 @@ func New(opts Options) (*Pipeline, error) {
 		// The embedder's breaker has the default settings, shared through
 		// the same store as the tiers' breakers.
 		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
-		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel,
+		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel, p: p,
 			b: p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))}
 	}
 	names := map[string]bool{}
