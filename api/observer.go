@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -10,14 +11,17 @@ import (
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
 )
 
 // Observer turns the pipeline's events into Prometheus metrics and
-// structured logs (one line per breaker transition). Create it before the
-// pipeline, pass it to pipeline.Build as the observer and to New as
-// Config.Observer; New attaches the pipeline so gauges (breaker states,
-// bulkheads, cache sizes) are read from pipeline.Status at scrape time.
-// An Observer is safe for concurrent use.
+// structured logs (one line per breaker transition); the server's
+// streaming routes also hand it each stream's events (Pipeline.Stream)
+// for the stream metrics. Create it before the pipeline, pass it to
+// pipeline.Build as the observer and to New as Config.Observer; New
+// attaches the pipeline so gauges (breaker states, bulkheads, cache sizes)
+// are read from pipeline.Status at scrape time. An Observer is safe for
+// concurrent use.
 type Observer struct {
 	log *slog.Logger
 
@@ -33,6 +37,9 @@ type Observer struct {
 	tokensWasted   *prometheus.CounterVec   // tier, model
 	httpRequests   *prometheus.CounterVec   // route, method, code
 	httpTime       *prometheus.HistogramVec // route
+	streams        *prometheus.CounterVec   // source, interrupted
+	firstDelta     *prometheus.HistogramVec // source
+	continued      prometheus.Counter
 
 	status atomic.Pointer[statusFunc] // set by attach; read at scrape time
 }
@@ -83,10 +90,18 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 		httpTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ragfuse",
 			Name: "http_request_duration_seconds", Help: "HTTP request duration, by route.",
 			Buckets: latencyBuckets}, []string{"route"}),
+		streams: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "streams_total", Help: "Streamed answers that ended (done), by source and whether they were interrupted."},
+			[]string{"source", "interrupted"}),
+		firstDelta: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: "ragfuse",
+			Name: "stream_first_delta_seconds", Help: "Time from a streamed question to its first delta, by the source that sent it.",
+			Buckets: latencyBuckets}, []string{"source"}),
+		continued: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "stream_continued_total", Help: "Interrupted streamed answers another model tier continued."}),
 	}
 	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions,
 		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
-		o.httpRequests, o.httpTime, statusCollector{o})
+		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, statusCollector{o})
 	return o
 }
 
@@ -150,4 +165,40 @@ func (o *Observer) httpRequest(route, method, code string, d time.Duration) {
 func (o *Observer) attach(status func() pipeline.Status) {
 	f := statusFunc(status)
 	o.status.Store(&f)
+}
+
+// streamTally turns the events of one streamed question into the stream
+// metrics. It is used by one goroutine, the request's handler.
+type streamTally struct {
+	o      *Observer
+	start  time.Time    // when the question began
+	source tiers.Source // of the last meta
+	first  bool         // the first delta was seen
+}
+
+// streamTally returns a tally for a streamed question that began at start.
+func (o *Observer) streamTally(start time.Time) *streamTally {
+	return &streamTally{o: o, start: start}
+}
+
+// event records e, which the handler received at now: the time to the
+// first delta, a continuation, and at done the stream's source and
+// whether it was interrupted.
+func (t *streamTally) event(e pipeline.StreamEvent, now time.Time) {
+	switch e.Kind {
+	case pipeline.StreamMeta:
+		t.source = e.Source
+		if e.Continued {
+			t.o.continued.Inc()
+		}
+	case pipeline.StreamDelta:
+		if !t.first {
+			t.first = true
+			t.o.firstDelta.WithLabelValues(string(t.source)).Observe(now.Sub(t.start).Seconds())
+		}
+	case pipeline.StreamDone:
+		if r := e.Result; r != nil {
+			t.o.streams.WithLabelValues(string(r.Source), strconv.FormatBool(r.Interrupted)).Inc()
+		}
+	}
 }

@@ -137,11 +137,13 @@ func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sin
 	start := time.Now()
 	pump := s.startPump(ctx, q)
 	defer pump.close()
+	tally := s.obs.streamTally(start)
 	tick := time.NewTicker(s.heartbeat)
 	defer tick.Stop()
 	for {
 		select {
 		case e := <-pump.events:
+			tally.event(e, time.Now())
 			if e.Kind == pipeline.StreamMeta && !w.started {
 				w.source = e.Source
 			}

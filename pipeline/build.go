@@ -92,7 +92,8 @@ func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
 			Bulkhead: tc.Bulkhead,
 			Model:    tc.Kind == KindLLM,
 			Stream: StreamConfig{FirstTokenTimeout: tc.FirstTokenTimeout, StallTimeout: tc.StallTimeout,
-				CommitAfter: tc.CommitAfter, OnStreamBreak: tc.OnStreamBreak, ContinuePrompt: tc.ContinuePrompt},
+				CommitAfter: tc.CommitAfter, CommitAfterDuration: tc.CommitAfterDuration,
+				OnStreamBreak: tc.OnStreamBreak, ContinuePrompt: tc.ContinuePrompt},
 		})
 	}
 	storeKind := env.StoreKind

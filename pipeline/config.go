@@ -98,11 +98,12 @@ type TierConfig struct {
 	Prompt      string   `yaml:"prompt"`       // system prompt override
 
 	// streaming (llm)
-	FirstTokenTimeout time.Duration `yaml:"first_token_timeout"`
-	StallTimeout      time.Duration `yaml:"stall_timeout"`
-	CommitAfter       int           `yaml:"commit_after"`    // characters buffered before the stream is committed
-	OnStreamBreak     string        `yaml:"on_stream_break"` // "note" (default) or "continue"
-	ContinuePrompt    string        `yaml:"continue_prompt"`
+	FirstTokenTimeout   time.Duration `yaml:"first_token_timeout"`
+	StallTimeout        time.Duration `yaml:"stall_timeout"`
+	CommitAfter         int           `yaml:"commit_after"`          // characters buffered before the stream is committed
+	CommitAfterDuration time.Duration `yaml:"commit_after_duration"` // time after the first token buffered before commit; with commit_after, whichever comes first
+	OnStreamBreak       string        `yaml:"on_stream_break"`       // "note" (default) or "continue"
+	ContinuePrompt      string        `yaml:"continue_prompt"`
 
 	// semantic_cache, stale_cache
 	Embedder   string        `yaml:"embedder"`    // "hash" or a models: entry

@@ -85,6 +85,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"no tiers", "server: {addr: x}", "tiers: at least one tier is required"},
 		{"bulkhead", "tiers: [{kind: static, bulkhead: {max_concurrent: 0}}]", "tiers[0].bulkhead.max_concurrent: must be > 0"},
 		{"failure rate", models + "tiers: [{kind: llm, models: [m], breaker: {failure_rate: 2}}]", "tiers[0].breaker.failure_rate: must be <= 1"},
+		{"commit_after_duration", models + "tiers: [{kind: llm, models: [m], commit_after_duration: -1s}]", "tiers[0].commit_after_duration: must be >= 0"},
 		{"store_from", "tiers: [{kind: semantic_cache, store_from: [static]}]", `tiers[0].store_from[0]: must be "primary" or "fallback"`},
 		{"not yaml", "tiers: [", "pipeline: config: yaml:"},
 	}
@@ -190,5 +191,23 @@ func TestBuildRunsTheDesignChain(t *testing.T) {
 		if !names[n] {
 			t.Errorf("status lacks breaker %s", n)
 		}
+	}
+}
+
+func TestBuildWiresStreamSettings(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`models: {m: {base_url: "http://127.0.0.1:1/v1"}}
+tiers: [{kind: llm, models: [m], commit_after: 40, commit_after_duration: 250ms, stall_timeout: 2s}, {kind: static}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(cfg, BuildEnv{Getenv: func(string) string { return "" }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	want := StreamConfig{CommitAfter: 40, CommitAfterDuration: 250 * time.Millisecond, StallTimeout: 2 * time.Second,
+		OnStreamBreak: OnStreamBreakNote}
+	if got := p.stages[0].Stream; got != want {
+		t.Fatalf("stream config %+v, want %+v", got, want)
 	}
 }

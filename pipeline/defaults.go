@@ -170,6 +170,7 @@ func (c *Config) validateTier(v *validator, i int, names map[string]bool) {
 		v.check(t.FirstTokenTimeout >= 0, p+".first_token_timeout", "must be >= 0")
 		v.check(t.StallTimeout >= 0, p+".stall_timeout", "must be >= 0")
 		v.check(t.CommitAfter >= 0, p+".commit_after", "must be >= 0")
+		v.check(t.CommitAfterDuration >= 0, p+".commit_after_duration", "must be >= 0")
 		v.check(t.OnStreamBreak == "note" || t.OnStreamBreak == "continue", p+".on_stream_break", `must be "note" or "continue"`)
 	case KindSemanticCache, KindStaleCache:
 		_, ok := c.Models[t.Embedder]

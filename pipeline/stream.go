@@ -65,8 +65,14 @@ type StreamConfig struct {
 	StallTimeout time.Duration
 	// CommitAfter is how many characters are held back before the stream
 	// is committed (see tiers.StreamRequest.CommitAfter); 0 commits at the
-	// first text.
+	// first text, or, with CommitAfterDuration set, leaves it to the time.
 	CommitAfter int
+	// CommitAfterDuration is how long after the first text the text is
+	// held back before the stream is committed (see
+	// tiers.StreamRequest.CommitAfterDuration); 0 holds nothing back by
+	// time. With CommitAfter also set, the stream commits at whichever
+	// comes first.
+	CommitAfterDuration time.Duration
 	// OnStreamBreak says how a stream that breaks or stalls after commit
 	// ends: OnStreamBreakNote (the default) sends the partial answer with
 	// an interruption note; OnStreamBreakContinue lets the next model tier
@@ -202,9 +208,10 @@ func (sr *streamRun) run(ctx context.Context, degraded bool) (*Result, error) {
 // tier's meta before its first delta.
 func (sr *streamRun) request(s *stage) *tiers.StreamRequest {
 	req := &tiers.StreamRequest{
-		FirstTokenTimeout: s.Stream.FirstTokenTimeout,
-		StallTimeout:      s.Stream.StallTimeout,
-		CommitAfter:       s.Stream.CommitAfter,
+		FirstTokenTimeout:   s.Stream.FirstTokenTimeout,
+		StallTimeout:        s.Stream.StallTimeout,
+		CommitAfter:         s.Stream.CommitAfter,
+		CommitAfterDuration: s.Stream.CommitAfterDuration,
 	}
 	if sr.partial != nil {
 		req.Continue = sr.partial.Text

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -14,9 +15,9 @@ import (
 )
 
 // BenchmarkStreamChunks compares one streamed answer through
-// Pipeline.Stream (llm tier, watchdog timers, events) with reading the
-// same llmtest stream directly with go-openai, in the same run. Both
-// report ns per chunk.
+// Pipeline.Stream (llm tier, watchdog timers, events; and with a commit
+// time) with reading the same llmtest stream directly with go-openai, in
+// the same run. All report ns per chunk.
 func BenchmarkStreamChunks(b *testing.B) {
 	srv := llmtest.NewServer(llmtest.Config{})
 	defer srv.Close()
@@ -57,32 +58,39 @@ func BenchmarkStreamChunks(b *testing.B) {
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(chunks), "ns/chunk")
 	})
-	b.Run("pipeline", func(b *testing.B) {
-		client := tiers.NewClient(tiers.ClientConfig{BaseURL: srv.URL, APIKey: "k", HTTPClient: hc})
-		llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Candidates: []tiers.Candidate{{ID: "m", Client: client}}})
-		p, err := New(Options{Tiers: []Stage{
-			{Tier: llm, Model: true, Stream: StreamConfig{FirstTokenTimeout: 5e9, StallTimeout: 5e9}},
-			{Tier: tiers.NewStatic("static", "")},
-		}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		q := tiers.Query{Tenant: "acme", Question: question}
-		chunks := 0
-		count := func(e StreamEvent) error {
-			if e.Kind == StreamDelta {
-				chunks++
+	pipelineRun := func(sc StreamConfig) func(b *testing.B) {
+		return func(b *testing.B) {
+			client := tiers.NewClient(tiers.ClientConfig{BaseURL: srv.URL, APIKey: "k", HTTPClient: hc})
+			llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Candidates: []tiers.Candidate{{ID: "m", Client: client}}})
+			p, err := New(Options{Tiers: []Stage{
+				{Tier: llm, Model: true, Stream: sc},
+				{Tier: tiers.NewStatic("static", "")},
+			}})
+			if err != nil {
+				b.Fatal(err)
 			}
-			return nil
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			res, err := p.Stream(ctx, q, count)
-			if err != nil || res.Source != tiers.SourcePrimary {
-				b.Fatal(res, err)
+			defer p.Close()
+			q := tiers.Query{Tenant: "acme", Question: question}
+			chunks := 0
+			count := func(e StreamEvent) error {
+				if e.Kind == StreamDelta {
+					chunks++
+				}
+				return nil
 			}
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := p.Stream(ctx, q, count)
+				if err != nil || res.Source != tiers.SourcePrimary {
+					b.Fatal(res, err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(chunks), "ns/chunk")
 		}
-		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(chunks), "ns/chunk")
-	})
+	}
+	b.Run("pipeline", pipelineRun(StreamConfig{FirstTokenTimeout: 5e9, StallTimeout: 5e9}))
+	// A commit time reads the stream on a goroutine of its own; commit_after
+	// 1 still commits at the first text, so every chunk is a delta.
+	b.Run("pipeline-held", pipelineRun(StreamConfig{FirstTokenTimeout: 5e9, StallTimeout: 5e9,
+		CommitAfter: 1, CommitAfterDuration: time.Minute}))
 }

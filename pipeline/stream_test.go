@@ -154,11 +154,12 @@ func (r *streamRig) modelCounts(id string) string {
 type streamCase struct {
 	name   string
 	fault  llmtest.Fault
-	commit int    // StreamConfig.CommitAfter
-	note   string // the event summary with on_stream_break: note
-	cont   string // ... with on_stream_break: continue
-	aFail  string // model/a breaker "failures/calls"
-	bCalls int64  // stream calls that reached b (note mode; continue mode for cont)
+	commit int           // StreamConfig.CommitAfter
+	hold   time.Duration // StreamConfig.CommitAfterDuration
+	note   string        // the event summary with on_stream_break: note
+	cont   string        // ... with on_stream_break: continue
+	aFail  string        // model/a breaker "failures/calls"
+	bCalls int64         // stream calls that reached b (note mode; continue mode for cont)
 	bCont  int64
 }
 
@@ -193,6 +194,16 @@ var streamCases = []streamCase{
 		note: viaFallbackBuffered, cont: viaFallbackBuffered, aFail: "1/1", bCalls: 1, bCont: 1},
 	{name: "stall inside the commit buffer", fault: llmtest.Fault{Mode: llmtest.ModeStall, After: 3}, commit: 1000,
 		note: viaFallbackBuffered, cont: viaFallbackBuffered, aFail: "1/1", bCalls: 1, bCont: 1},
+	// The same with a time buffer (commit_after_duration): a's break comes
+	// within it, b's whole answer too.
+	{name: "break inside the commit time", fault: llmtest.Fault{Mode: llmtest.ModeBreak, After: 3}, hold: time.Minute,
+		note: viaFallbackBuffered, cont: viaFallbackBuffered, aFail: "1/1", bCalls: 1, bCont: 1},
+	{name: "stall inside the commit time", fault: llmtest.Fault{Mode: llmtest.ModeStall, After: 3}, hold: time.Minute,
+		note: viaFallbackBuffered, cont: viaFallbackBuffered, aFail: "1/1", bCalls: 1, bCont: 1},
+	{name: "malformed inside the commit time", fault: llmtest.Fault{Mode: llmtest.ModeMalformed, After: 3}, hold: time.Minute,
+		note: viaFallbackBuffered, cont: viaFallbackBuffered, aFail: "1/1", bCalls: 1, bCont: 1},
+	{name: "no fault, ends inside the commit time", hold: time.Minute,
+		note: "meta(primary/a) delta×1 done(primary)", cont: "meta(primary/a) delta×1 done(primary)", aFail: "0/1"},
 	{name: "no fault", note: "meta(primary/a) delta×%d done(primary)", cont: "meta(primary/a) delta×%d done(primary)",
 		aFail: "0/1"},
 }
@@ -206,7 +217,7 @@ func TestStreamFaults(t *testing.T) {
 					want, bCalls = tc.cont, tc.bCont
 				}
 				r := newStreamRig(t, StreamConfig{FirstTokenTimeout: streamWait, StallTimeout: streamWait,
-					CommitAfter: tc.commit, OnStreamBreak: mode}, nil)
+					CommitAfter: tc.commit, CommitAfterDuration: tc.hold, OnStreamBreak: mode}, nil)
 				r.srv.SetFault(streamA, tc.fault)
 				var ev events
 				res, err := r.p.Stream(context.Background(), tiers.Query{Tenant: "t", Question: streamQuest}, ev.add)

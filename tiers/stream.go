@@ -30,10 +30,19 @@ type StreamRequest struct {
 	StallTimeout time.Duration
 	// CommitAfter is how many characters (runes) of text are held back
 	// before the stream is committed and the text goes to Emit; 0 commits
-	// at the first text. A stream that ends well before that many commits
+	// at the first text (unless CommitAfterDuration is set). A stream that ends well before that many commits
 	// at its end. Before commit, a failure moves on to the next candidate
 	// and Emit never sees the failed candidate's text.
 	CommitAfter int
+	// CommitAfterDuration is how long after the first text the text is
+	// held back before the stream is committed; 0 holds nothing back by
+	// time. When the time is up the held text goes to Emit at once, even
+	// if no further chunk has come; a stream that ends sooner commits at
+	// its end. With CommitAfter also set, the stream commits at whichever
+	// comes first; with CommitAfter 0, only the time (or the end) commits.
+	// A held stream reads its chunks on a goroutine of its own, which ends
+	// with the call.
+	CommitAfterDuration time.Duration
 	// Continue, if not empty, is an answer another model began and could
 	// not finish: the call asks the model to continue it where it stopped,
 	// and streams only the continuation.

@@ -66,6 +66,7 @@ type streamState struct {
 	text      strings.Builder // all text received
 	sent      int             // bytes of text already handed to Emit
 	committed bool
+	due       bool  // CommitAfterDuration has passed since the first text
 	chunks    int   // chunks with text
 	usage     Usage // as reported by the stream's usage chunk
 	hasUsage  bool
@@ -75,13 +76,26 @@ type streamState struct {
 // add takes a piece of text and hands what may be sent to Emit.
 func (s *streamState) add(t string) error {
 	s.text.WriteString(t)
-	if !s.committed {
-		all := s.text.String()
-		if utf8.RuneCountInString(all) < max(s.r.CommitAfter, 1) || strings.TrimSpace(all) == "" {
-			return nil // white space alone commits nothing
-		}
+	if !s.committed && !s.ready() {
+		return nil
 	}
 	return s.flush()
+}
+
+// ready reports whether the text held so far may be committed: once
+// CommitAfterDuration has passed, or CommitAfter characters have come
+// (the first text when neither is set). White space alone commits nothing.
+func (s *streamState) ready() bool {
+	all := s.text.String()
+	switch {
+	case strings.TrimSpace(all) == "":
+		return false
+	case s.due:
+		return true
+	case s.r.CommitAfter <= 0 && s.r.CommitAfterDuration > 0:
+		return false // only the time commits
+	}
+	return utf8.RuneCountInString(all) >= max(s.r.CommitAfter, 1)
 }
 
 // flush commits the stream and hands the text not yet sent to Emit.
@@ -136,8 +150,15 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 	}
 	defer stream.Close() // closes the connection at once, also when the caller went away
 	s := &streamState{r: r, model: c.ID}
+	recv := stream.Recv
+	var rd *heldReader
+	if r.CommitAfterDuration > 0 {
+		rd = startHeldReader(stream, s)
+		defer rd.stop()
+		recv = rd.next
+	}
 	for {
-		resp, err := stream.Recv()
+		resp, err := recv()
 		if errors.Is(err, io.EOF) && (s.finish != "" || s.text.Len() == 0) {
 			break
 		}
@@ -149,6 +170,9 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 		}
 		if err != nil {
 			return l.streamFailed(ctx, sctx, c, s, err)
+		}
+		if rd != nil && s.text.Len() > 0 {
+			rd.hold(r.CommitAfterDuration)
 		}
 	}
 	if s.finish == openai.FinishReasonContentFilter {
