@@ -38,7 +38,8 @@ type window struct {
 	slow     atomic.Int64 // count mode: slow slots
 	consec   atomic.Int64 // consecutive failures (both modes)
 	lastBad  atomic.Int64 // time mode: newest epoch holding a failure or slow call, -1 if none
-	_        [cacheLine - 32]byte
+	judged   atomic.Int64 // time mode: epoch of the last judgement that found MinimumCalls and no trip, -1 if none
+	_        [cacheLine - 40]byte
 
 	slots []atomic.Uint32 // count mode: ring of outcome codes
 
@@ -64,6 +65,7 @@ type bucket struct {
 func newWindow(c *Config) *window {
 	w := &window{}
 	w.lastBad.Store(-1)
+	w.judged.Store(-1)
 	if c.WindowDuration <= 0 {
 		w.slots = make([]atomic.Uint32, c.Window)
 		return w
@@ -87,6 +89,10 @@ func (w *window) epoch(at time.Duration) int64 {
 
 // record adds one Success (fail false) or Failure outcome observed at time
 // at and reports whether the effective config c says the breaker must trip.
+//
+// The rates are judged only when the outcome can change the verdict of the
+// last judgement (see mayTrip); otherwise the answer is known to be false
+// and record writes only the counters the outcome changes.
 func (w *window) record(fail, slow bool, at time.Duration, c *Config) bool {
 	code := slotSuccess
 	switch {
@@ -95,9 +101,10 @@ func (w *window) record(fail, slow bool, at time.Duration, c *Config) bool {
 	case slow:
 		code = slotSlow
 	}
+	var seq uint64
 	var e int64
 	if w.slots != nil {
-		w.recordCount(code)
+		seq = w.recordCount(code)
 	} else {
 		e = w.recordTime(code, at)
 	}
@@ -108,32 +115,58 @@ func (w *window) record(fail, slow bool, at time.Duration, c *Config) bool {
 	} else if w.consec.Load() != 0 {
 		w.consec.Store(0)
 	}
-	if !c.judgesRates() {
+	if !c.judgesRates() || !w.mayTrip(code, seq, e, c) {
 		return false
 	}
-	// Skip the judgement while the window holds nothing bad: both rates
-	// are zero then, and the thresholds are positive.
+	n := w.counts(at)
+	if c.Exceeded(int(n.calls), int(n.failures), int(n.slow)) {
+		return true
+	}
+	if w.slots == nil && n.calls >= int64(c.MinimumCalls) {
+		w.judged.Store(e)
+	}
+	return false
+}
+
+// mayTrip reports whether an outcome just recorded (code; seq, its number in
+// a count window; e, its bucket in a time window) can make the rates cross a
+// threshold, so that they must be judged.
+//
+// Both rates are zero while the window holds no failure and no slow call,
+// and the thresholds are positive. A failure or a slow call raises a rate.
+// A plain success raises none: it adds a call and, in a count window, may
+// push out a failure or a slow call. So after a success the rates are no
+// higher than at the last judgement, which did not trip, unless that
+// judgement was made on fewer than MinimumCalls calls or, in a time window,
+// buckets have expired since. A count window holds fewer than MinimumCalls
+// calls exactly until its outcome number MinimumCalls; a time window
+// remembers the bucket of its last judgement on MinimumCalls calls, and
+// within one bucket calls only grow.
+func (w *window) mayTrip(code uint32, seq uint64, e int64, c *Config) bool {
 	if w.slots != nil {
 		if w.failures.Load() == 0 && w.slow.Load() == 0 {
 			return false
 		}
-	} else if lb := w.lastBad.Load(); lb < 0 || lb <= e-int64(len(w.buckets)) {
+		return code != slotSuccess || seq == uint64(c.MinimumCalls)
+	}
+	if lb := w.lastBad.Load(); lb < 0 || lb <= e-int64(len(w.buckets)) {
 		return false
 	}
-	n := w.counts(at)
-	return c.Exceeded(int(n.calls), int(n.failures), int(n.slow))
+	return code != slotSuccess || w.judged.Load() != e
 }
 
-// recordCount puts code into the next slot of the ring.
-func (w *window) recordCount(code uint32) {
-	i := w.seq.Add(1) - 1
-	s := &w.slots[i%uint64(len(w.slots))]
+// recordCount puts code into the next slot of the ring and returns the
+// outcome's number, counting from 1.
+func (w *window) recordCount(code uint32) uint64 {
+	n := w.seq.Add(1)
+	s := &w.slots[(n-1)%uint64(len(w.slots))]
 	if s.Load() == code {
-		return // nothing changes: leave the cache line alone
+		return n // nothing changes: leave the cache line alone
 	}
 	old := s.Swap(code)
 	w.failures.Add(delta(old, code, slotFailure))
 	w.slow.Add(delta(old, code, slotSlow))
+	return n
 }
 
 // delta is the change in the number of slots holding kind when a slot goes
@@ -150,13 +183,18 @@ func delta(old, code, kind uint32) int64 {
 }
 
 // recordTime adds code to the bucket of time at and returns its epoch.
+// While at falls in the head bucket, as it does for all but the first call
+// of each bucket width, the epoch is known without a division.
 func (w *window) recordTime(code uint32, at time.Duration) int64 {
-	e := w.epoch(at)
 	h := w.head.Load()
-	if e > h {
-		w.advanceTo(e)
-	} else if e < h {
-		e = h // the clock stepped back, or at was read before a move: use the newest bucket
+	e := h
+	if lo := h * w.width; h < 0 || int64(at) < lo || int64(at)-lo >= w.width {
+		e = w.epoch(at)
+		if e > h {
+			w.advanceTo(e)
+		} else if e < h {
+			e = h // the clock stepped back, or at was read before a move: use the newest bucket
+		}
 	}
 	b := &w.buckets[e%int64(len(w.buckets))]
 	b.calls.Add(1)

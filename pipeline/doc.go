@@ -64,12 +64,15 @@
 // and done with the Result. Model tiers stream through go-openai
 // (tiers.StreamTier); other tiers send their answer as one delta. Per
 // model tier (StreamConfig, the YAML fields first_token_timeout,
-// stall_timeout, commit_after, on_stream_break, continue_prompt):
+// stall_timeout, commit_after, commit_after_duration, on_stream_break,
+// continue_prompt):
 //
 //	before commit   a failure, a first token later than first_token_timeout
 //	                or a gap past stall_timeout moves on to the next
 //	                candidate or tier; the receiver sees nothing of it.
-//	                commit_after holds that many characters back first.
+//	                commit_after holds that many characters back first,
+//	                commit_after_duration that long after the first token
+//	                (whichever comes first).
 //	after commit    a break, stall or malformed chunk ends the answer:
 //	                note: the partial answer, a note (InterruptedNote, in
 //	                the question's language), done with Interrupted set;
