@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"golang.org/x/sync/singleflight"
 
@@ -348,10 +349,30 @@ func flightKey(tenant, question string, degraded bool) string {
 	} else {
 		b.WriteString("\x00f\x00")
 	}
-	space := false
-	for _, r := range strings.TrimSpace(question) {
+	space, started := false, false
+	for i := 0; i < len(question); {
+		c := question[i]
+		if c < utf8.RuneSelf { // ASCII, the common case: no decoding
+			i++
+			switch {
+			case c == ' ' || c >= '\t' && c <= '\r':
+				space = started
+				continue
+			case 'A' <= c && c <= 'Z':
+				c += 'a' - 'A'
+			}
+			if space {
+				b.WriteByte(' ')
+				space = false
+			}
+			b.WriteByte(c)
+			started = true
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(question[i:])
+		i += n
 		if unicode.IsSpace(r) {
-			space = true
+			space = started
 			continue
 		}
 		if space {
@@ -359,6 +380,7 @@ func flightKey(tenant, question string, degraded bool) string {
 			space = false
 		}
 		b.WriteRune(unicode.ToLower(r))
+		started = true
 	}
 	return b.String()
 }

@@ -370,3 +370,21 @@ func TestReloadKnowledgeBase(t *testing.T) {
 		t.Fatalf("status = %+v", st)
 	}
 }
+
+// TestFlightKeyNormalizes guards the singleflight key's normalization on
+// both its ASCII fast path and the Unicode path.
+func TestFlightKeyNormalizes(t *testing.T) {
+	for _, tc := range []struct{ a, b string }{
+		{"  How do I RETURN\tan item?\n", "how do i return an item?"},
+		{"ÄPFEL\u00a0\u00a0Kaufen", "äpfel kaufen"},
+		{"\u3000如何 开发票\u3000", "如何 开发票"},
+		{"MiXeD Ünïcode\r\n text", "mixed ünïcode text"},
+	} {
+		if got, want := flightKey("t", tc.a, false), flightKey("t", tc.b, false); got != want {
+			t.Errorf("flightKey(%q) = %q, want %q", tc.a, got, want)
+		}
+	}
+	if flightKey("t", "a b", false) == flightKey("t", "ab", false) {
+		t.Error("flightKey drops inner spaces")
+	}
+}
