@@ -51,6 +51,7 @@ func commands() []command {
 	return []command{
 		{"serve", "run the HTTP server (the embedded demo without --config)", runServe},
 		{"chaos", "serve a fault-injecting OpenAI-compatible upstream for tests", runChaos},
+		{"drill", "play a scripted outage and report what each protection buys", runDrill},
 	}
 }
 

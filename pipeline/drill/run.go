@@ -1,0 +1,326 @@
+package drill
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
+)
+
+// samplePeriod is how often goroutines and heap are sampled.
+const samplePeriod = 50 * time.Millisecond
+
+// Options configures Run. Zero fields take the defaults written beside
+// them. Run does not modify it.
+type Options struct {
+	Scenario *Scenario
+	// Settings are the protection settings to play, one after another;
+	// default DefaultSettings. Ignored with Target.
+	Settings []string
+	// Speed divides every duration of the scenario and multiplies its
+	// rates; default 1.
+	Speed float64
+	// Target, if set, is the base URL of a running ragfuse server whose
+	// POST /v1/ask is driven instead of an in-process pipeline.
+	Target string
+	// Client sends the requests to Target; nil means a new http.Client.
+	Client *http.Client
+}
+
+// Run plays o.Scenario once per protection setting and returns the report.
+// It returns early with ctx.Err() when ctx is cancelled.
+func Run(ctx context.Context, o Options) (*Report, error) {
+	sc := o.Scenario
+	if sc == nil {
+		return nil, errors.New("drill: no scenario")
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, err
+	}
+	speed := o.Speed
+	if speed == 0 {
+		speed = 1
+	}
+	if speed < 0 || speed > 1000 {
+		return nil, fmt.Errorf("drill: speed %g out of range (0, 1000]", speed)
+	}
+	qpath := sc.Questions
+	if qpath == "" {
+		qpath = DefaultQuestions
+	}
+	questions, err := loadQuestions(qpath)
+	if err != nil {
+		return nil, err
+	}
+	windows := sc.FailingWindows()
+	rep := &Report{Scenario: sc.Name, Description: sc.Description, Speed: speed,
+		Duration: sc.Load.Duration, Warmup: sc.Load.Warmup, Faults: windows}
+	settings := o.Settings
+	if o.Target != "" {
+		settings = []string{SettingTarget}
+	} else if len(settings) == 0 {
+		settings = DefaultSettings
+	}
+	for _, s := range settings {
+		if s != SettingTarget {
+			if _, err := configFor(sc.Config, s); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for _, s := range settings {
+		var tr *trace
+		var err error
+		if s == SettingTarget {
+			tr, err = runTarget(ctx, o, questions, speed)
+		} else {
+			tr, err = runSetting(ctx, sc, s, questions, speed)
+		}
+		if err != nil {
+			return nil, err
+		}
+		rep.Settings = append(rep.Settings, summarize(tr, windows))
+	}
+	return rep, nil
+}
+
+// clockScale maps real times of one setting's run to scenario time.
+type clockScale struct {
+	zero  time.Time // the end of the warm-up
+	speed float64
+}
+
+func (c clockScale) at(t time.Time) time.Duration { return c.dur(t.Sub(c.zero)) }
+func (c clockScale) dur(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * c.speed)
+}
+
+// rig is one setting's pipeline and upstream, ready to run.
+type rig struct {
+	cfg       pipeline.Config // as built: transformed, scaled, pointing at up
+	keys      []string        // config.models keys, sorted
+	up        *upstream
+	p         *pipeline.Pipeline
+	obs       *observer
+	transport *http.Transport
+}
+
+// newRig builds the pipeline of sc under setting, scaled by speed, against
+// a fresh upstream. Close it when done.
+func newRig(sc *Scenario, setting string, speed float64) (*rig, error) {
+	cfg, err := configFor(sc.Config, setting)
+	if err != nil {
+		return nil, err
+	}
+	scaleConfig(&cfg, speed)
+	r := &rig{cfg: cfg, keys: slices.Sorted(mapKeys(cfg.Models)), obs: &observer{fallback: fallbackTier(cfg)}}
+	if r.up, err = newUpstream(r.keys); err != nil {
+		return nil, fmt.Errorf("drill: upstream: %w", err)
+	}
+	for _, k := range r.keys {
+		m := cfg.Models[k]
+		m.BaseURL, m.APIKeyEnv = r.up.baseURL(k), ""
+		cfg.Models[k] = m
+	}
+	r.transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}
+	r.p, err = pipeline.Build(cfg, pipeline.BuildEnv{Getenv: func(string) string { return "" }, Observer: r.obs,
+		HTTPClient: &http.Client{Transport: r.transport}})
+	if err != nil {
+		r.up.close()
+		return nil, fmt.Errorf("drill: %s: %w", setting, err)
+	}
+	return r, nil
+}
+
+// close stops the pipeline (waiting for its questions), then the upstream.
+func (r *rig) close() {
+	r.p.Close()
+	r.up.close()
+	r.transport.CloseIdleConnections()
+}
+
+// runSetting plays sc under one protection setting against a fresh
+// upstream and pipeline.
+func runSetting(ctx context.Context, sc *Scenario, setting string, questions []string, speed float64) (*trace, error) {
+	r, err := newRig(sc, setting, speed)
+	if err != nil {
+		return nil, err
+	}
+	defer r.close()
+	base := cloneConfig(sc.Config)
+	base.Defaults()
+	tr := &trace{setting: setting}
+	for _, w := range sc.FailingWindows() {
+		tr.maxPerOpen = max(tr.maxPerOpen, breakerLimit(base, w.Model))
+	}
+	if (setting == SettingNone || setting == SettingBreaker) && hasMode(sc, llmtest.ModeRateLimit) {
+		tr.note = "Retry-After is honoured in every setting: the pipeline always cools a model down after a 429."
+	}
+	warm := scaleDur(sc.Load.Warmup, speed)
+	start := time.Now()
+	cs := clockScale{zero: start.Add(warm), speed: speed}
+	r.obs.start(cs)
+	for _, k := range r.keys {
+		r.up.llm.Schedule(r.cfg.Models[k].Model, start, timeline(sc.Faults[k], warm, speed))
+	}
+	seg := watchSegments(ctx, r.up.llm, sc, r.cfg, cs)
+	load := sc.Load
+	load.Duration, load.Warmup = scaleDur(load.Duration, speed), warm
+	if load.Rate > 0 {
+		load.Rate *= speed
+	}
+	limit := 2*r.cfg.Server.RequestTimeout + time.Second
+	smp := startSampler(samplePeriod)
+	results := drive(ctx, load, start, limit, pipelineAsker(r.p, sc, questions))
+	tr.peakG, tr.peakHeap = smp.finish()
+	tr.segments = seg.finish()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	for _, res := range results {
+		tr.samples = append(tr.samples, sample{at: cs.at(res.sent), latency: cs.dur(res.latency), source: res.source})
+	}
+	for _, a := range r.up.takeArrivals() {
+		tr.arrivals = append(tr.arrivals, arrival{at: cs.at(a.at), model: a.model})
+	}
+	tr.transitions, tr.fallback = r.obs.results(sc)
+	return tr, nil
+}
+
+// pipelineAsker asks question i of the scenario through p.
+func pipelineAsker(p *pipeline.Pipeline, sc *Scenario, questions []string) asker {
+	tenants := sc.Tenants
+	if len(tenants) == 0 {
+		tenants = []string{"drill"}
+	}
+	return func(ctx context.Context, i int) string {
+		q := tiers.Query{
+			Tenant:   tenants[(i/len(questions))%len(tenants)],
+			Session:  "drill-" + strconv.Itoa(i),
+			Question: questions[i%len(questions)],
+		}
+		var res *pipeline.Result
+		var err error
+		if sc.Stream {
+			res, err = p.Stream(ctx, q, func(pipeline.StreamEvent) error { return nil })
+		} else {
+			res, err = p.Ask(ctx, q)
+		}
+		if err != nil || res == nil {
+			return sourceError
+		}
+		return string(res.Source)
+	}
+}
+
+// timeline returns a model's scaled schedule: the first step's fault
+// during the warm-up when it is healthy, then the steps shifted past the
+// warm-up.
+func timeline(steps []Step, warm time.Duration, speed float64) []llmtest.Step {
+	var out []llmtest.Step
+	if len(steps) > 0 && steps[0].At == 0 && !steps[0].IsFailing() {
+		out = append(out, llmtest.Step{At: 0, Fault: scaleFault(steps[0].Fault(), speed)})
+	}
+	for _, s := range steps {
+		out = append(out, llmtest.Step{At: warm + scaleDur(s.At, speed), Fault: scaleFault(s.Fault(), speed)})
+	}
+	return out
+}
+
+func scaleFault(f llmtest.Fault, speed float64) llmtest.Fault {
+	f.Delay = scaleDur(f.Delay, speed)
+	f.RetryAfter = scaleDur(f.RetryAfter, speed)
+	return f
+}
+
+// observer collects the pipeline events a report needs. It is safe for
+// concurrent use.
+type observer struct {
+	fallback string // the fallback tier's name
+
+	mu          sync.Mutex // guards the fields below
+	cs          clockScale
+	started     bool
+	transitions []Transition
+	fbCalls     []fbCall
+}
+
+type fbCall struct {
+	end   time.Time
+	dur   time.Duration
+	model string
+}
+
+func (o *observer) start(cs clockScale) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.cs, o.started = cs, true
+}
+
+// Observe implements pipeline.Observer.
+func (o *observer) Observe(e pipeline.Event) {
+	switch e.Kind {
+	case pipeline.EventBreaker:
+		o.mu.Lock()
+		if o.started {
+			o.transitions = append(o.transitions, Transition{At: o.cs.at(e.Time), Key: e.Breaker,
+				From: e.From.String(), To: e.To.String()})
+		}
+		o.mu.Unlock()
+	case pipeline.EventAttempt:
+		a := e.Attempt
+		if a.Tier != o.fallback || o.fallback == "" || a.Outcome != pipeline.OutcomeSuccess {
+			return
+		}
+		o.mu.Lock()
+		o.fbCalls = append(o.fbCalls, fbCall{end: e.Time, dur: a.Duration, model: a.Model})
+		o.mu.Unlock()
+	}
+}
+
+// results returns the transitions and the durations of the fallback's
+// successful calls while its model was healthy, in scenario time.
+func (o *observer) results(sc *Scenario) ([]Transition, []time.Duration) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	windows := sc.FailingWindows()
+	var fb []time.Duration
+	for _, c := range o.fbCalls {
+		start := o.cs.at(c.end.Add(-c.dur))
+		if start < 0 || inModelWindows(start, c.model, windows) {
+			continue
+		}
+		fb = append(fb, o.cs.dur(c.dur))
+	}
+	return slices.Clone(o.transitions), fb
+}
+
+// inModelWindows reports whether model was failing at t.
+func inModelWindows(t time.Duration, model string, ws []Window) bool {
+	for _, w := range ws {
+		if w.Model == model && t >= w.Start && t < w.End {
+			return true
+		}
+	}
+	return false
+}
+
+// hasMode reports whether a step of sc's timelines has mode m.
+func hasMode(sc *Scenario, m llmtest.Mode) bool {
+	for _, steps := range sc.Faults {
+		for _, s := range steps {
+			if s.Mode == m {
+				return true
+			}
+		}
+	}
+	return false
+}

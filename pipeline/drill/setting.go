@@ -1,0 +1,154 @@
+package drill
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+)
+
+// The protection settings.
+const (
+	SettingNone    = "none"
+	SettingBreaker = "breaker"
+	SettingFull    = "full"
+	SettingTarget  = "target" // a running server driven over HTTP
+)
+
+// DefaultSettings are the settings Run plays when Options.Settings is
+// empty, in this order.
+var DefaultSettings = []string{SettingNone, SettingBreaker, SettingFull}
+
+// noReserve is the reserve given to every tier when the budget is off: the
+// pipeline reads a zero reserve as "the default", so the smallest positive
+// one stands for none.
+const noReserve = time.Nanosecond
+
+// configFor returns a copy of cfg (defaults filled) transformed for the
+// protection setting:
+//
+//	none     cache tiers removed; breakers that never trip; no bulkheads,
+//	         no rate limits, no budget reserve
+//	breaker  as none, but with the configured (or default) breakers
+//	full     cfg as it is
+func configFor(cfg pipeline.Config, setting string) (pipeline.Config, error) {
+	c := cloneConfig(cfg)
+	c.Defaults()
+	switch setting {
+	case SettingFull:
+		return c, nil
+	case SettingNone, SettingBreaker:
+	default:
+		return c, fmt.Errorf("drill: unknown setting %q (want none, breaker or full)", setting)
+	}
+	c.RateLimit = pipeline.RateLimitConfig{OnLimit: c.RateLimit.OnLimit}
+	c.Tiers = slices.DeleteFunc(c.Tiers, func(t pipeline.TierConfig) bool {
+		return t.Kind == pipeline.KindSemanticCache || t.Kind == pipeline.KindStaleCache
+	})
+	for i := range c.Tiers {
+		t := &c.Tiers[i]
+		t.Bulkhead = nil
+		t.Reserve = noReserve
+		if setting == SettingNone {
+			t.Breaker = &pipeline.BreakerConfig{FailureThreshold: -1, FailureRate: -1, SlowCallRate: -1}
+		}
+	}
+	return c, nil
+}
+
+// cloneConfig copies the parts of cfg that configFor and scaleConfig
+// change.
+func cloneConfig(cfg pipeline.Config) pipeline.Config {
+	c := cfg
+	c.Models = make(map[string]pipeline.ModelConfig, len(cfg.Models))
+	for k, m := range cfg.Models {
+		c.Models[k] = m
+	}
+	c.Tiers = slices.Clone(cfg.Tiers)
+	for i := range c.Tiers {
+		t := &c.Tiers[i]
+		if t.Breaker != nil {
+			b := *t.Breaker
+			t.Breaker = &b
+		}
+		if t.Bulkhead != nil {
+			b := *t.Bulkhead
+			t.Bulkhead = &b
+		}
+	}
+	return c
+}
+
+// scaleConfig divides every duration of c that shapes a drill by speed
+// and multiplies its rates by speed. c must be a clone.
+func scaleConfig(c *pipeline.Config, speed float64) {
+	if speed == 1 {
+		return
+	}
+	d := func(p *time.Duration) { *p = scaleDur(*p, speed) }
+	d(&c.Server.RequestTimeout)
+	for k, m := range c.Models {
+		d(&m.Cooldown)
+		c.Models[k] = m
+	}
+	c.RateLimit.GlobalRPS *= speed
+	c.RateLimit.TenantRPS *= speed
+	for i := range c.Tiers {
+		t := &c.Tiers[i]
+		if t.Reserve != noReserve {
+			d(&t.Reserve)
+		}
+		for _, p := range []*time.Duration{&t.Timeout, &t.FirstTokenTimeout, &t.StallTimeout, &t.TTL, &t.Grace} {
+			d(p)
+		}
+		if b := t.Breaker; b != nil {
+			for _, p := range []*time.Duration{&b.WindowDuration, &b.SlowCallDuration, &b.OpenDuration, &b.MaxOpenDuration} {
+				d(p)
+			}
+		}
+		if b := t.Bulkhead; b != nil {
+			d(&b.QueueTimeout)
+		}
+	}
+}
+
+// scaleDur divides d by speed, keeping a positive d positive.
+func scaleDur(d time.Duration, speed float64) time.Duration {
+	if d <= 0 || speed == 1 {
+		return d
+	}
+	return max(time.Duration(float64(d)/speed), 1)
+}
+
+// breakerLimit returns failure_threshold + half_open_max_calls of the
+// breaker of the first llm tier naming model (defaults 2 and 1).
+func breakerLimit(c pipeline.Config, model string) int {
+	for _, t := range c.Tiers {
+		if t.Kind != pipeline.KindLLM || !slices.Contains(t.Models, model) {
+			continue
+		}
+		threshold, half := 2, 1
+		if b := t.Breaker; b != nil {
+			if b.FailureThreshold != 0 {
+				threshold = b.FailureThreshold
+			}
+			if b.HalfOpenMaxCalls > 0 {
+				half = b.HalfOpenMaxCalls
+			}
+		}
+		return max(threshold, 0) + half
+	}
+	return 0
+}
+
+// fallbackTier returns the name of the first llm tier whose source is
+// fallback, or "".
+func fallbackTier(c pipeline.Config) string {
+	for _, t := range c.Tiers {
+		if t.Kind == pipeline.KindLLM && t.Source == "fallback" {
+			return t.Name
+		}
+	}
+	return ""
+}

@@ -1,0 +1,205 @@
+package drill
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
+)
+
+// Goal thresholds of the primary-outage drill.
+const (
+	goalAvailability = 0.999
+	goalWaste        = 0.01
+	goalLatency      = 1.5
+)
+
+// sourceError is the source recorded for a question that got no answer.
+const sourceError = "error"
+
+// sample is one question as the load driver saw it.
+type sample struct {
+	at      time.Duration // when it was sent, since the end of the warm-up
+	latency time.Duration
+	source  string // "" or sourceError when not answered
+}
+
+// arrival is one chat call received by the upstream.
+type arrival struct {
+	at    time.Duration
+	model string // the config.models key
+}
+
+// segment is one model's upstream counters over a part of the timeline.
+type segment struct {
+	model   string
+	failing bool
+	stats   llmtest.Stats // the counters' growth over the segment
+}
+
+// trace is everything recorded while one setting ran.
+type trace struct {
+	setting     string
+	samples     []sample
+	transitions []Transition
+	arrivals    []arrival
+	segments    []segment
+	fallback    []time.Duration // successful fallback calls while it was healthy
+	peakG       int
+	peakHeap    uint64
+	maxPerOpen  int // failure_threshold + half_open_max_calls of the failing models
+	note        string
+}
+
+// summarize turns a trace into a SettingReport; windows are the failing
+// windows of the scenario.
+func summarize(tr *trace, windows []Window) *SettingReport {
+	r := &SettingReport{
+		Setting:         tr.setting,
+		BySource:        map[string]int{},
+		Transitions:     tr.transitions,
+		MaxCallsPerOpen: tr.maxPerOpen,
+		PeakGoroutines:  tr.peakG,
+		PeakHeap:        tr.peakHeap,
+		Note:            tr.note,
+	}
+	var all, inFault []time.Duration
+	var avail, answered int
+	for _, s := range tr.samples {
+		if s.at < 0 {
+			continue
+		}
+		src := s.source
+		if src == "" {
+			src = sourceError
+		}
+		r.Questions++
+		r.BySource[src]++
+		switch tiers.Source(src) {
+		case tiers.SourcePrimary, tiers.SourceFallback, tiers.SourceCache, tiers.SourceStaleCache:
+			avail++
+			answered++
+		case tiers.SourceRetrieval, tiers.SourceStatic:
+			answered++
+		}
+		all = append(all, s.latency)
+		if inWindows(s.at, windows) {
+			inFault = append(inFault, s.latency)
+		}
+		r.Samples = append(r.Samples, Point{At: s.at, Latency: s.latency, Source: src})
+	}
+	if r.Questions > 0 {
+		r.Availability = float64(avail) / float64(r.Questions)
+		r.Answered = float64(answered) / float64(r.Questions)
+	}
+	r.Latency = percentiles(all)
+	r.FaultLatency = percentiles(inFault)
+	r.FallbackP99 = percentiles(slices.Clone(tr.fallback)).P99
+	r.FailingCalls, r.FailingTokens, r.Tokens = tokens(tr.segments)
+	if r.Tokens > 0 {
+		r.Waste = float64(r.FailingTokens) / float64(r.Tokens)
+	}
+	worst := 0
+	r.OpenPeriods, worst = openPeriods(tr, windows)
+	r.Goals = goals(r, worst, len(windows) > 0)
+	return r
+}
+
+// tokens returns the calls and tokens sent to failing models and all
+// tokens. The upstream counts no prompt for a call that met a fault, so a
+// failing segment's prompt tokens are at least its calls times the mean
+// prompt of the healthy calls.
+func tokens(segs []segment) (failCalls, failTokens, total int64) {
+	var healthyPrompt, healthyCalls int64
+	for _, s := range segs {
+		if !s.failing {
+			healthyPrompt += s.stats.PromptTokens
+			healthyCalls += s.stats.Calls - s.stats.Faulted
+		}
+	}
+	var mean int64
+	if healthyCalls > 0 {
+		mean = healthyPrompt / healthyCalls
+	}
+	for _, s := range segs {
+		prompt := s.stats.PromptTokens
+		if s.failing {
+			prompt = max(prompt, s.stats.Calls*mean)
+		}
+		n := prompt + s.stats.CompletionTokens
+		total += n
+		if s.failing {
+			failCalls += s.stats.Calls
+			failTokens += n
+		}
+	}
+	return failCalls, failTokens, total
+}
+
+// openPeriods counts, per opening of a failing model's breaker, the calls
+// the model received since the failure began or the previous opening. It
+// also returns the worst count, including the calls after the last
+// opening and, when the breaker never opened, all calls of the window.
+func openPeriods(tr *trace, windows []Window) ([]OpenPeriod, int) {
+	var out []OpenPeriod
+	worst := 0
+	for _, w := range windows {
+		key := "model/" + w.Model
+		count := func(from, to time.Duration) int {
+			n := 0
+			for _, a := range tr.arrivals {
+				if a.model == w.Model && a.at >= from && a.at < to {
+					n++
+				}
+			}
+			return n
+		}
+		cursor := w.Start
+		for _, t := range tr.transitions {
+			if t.Key != key || t.To != "open" || t.At < w.Start || t.At >= w.End {
+				continue
+			}
+			n := count(cursor, t.At)
+			out = append(out, OpenPeriod{Key: key, At: t.At, Calls: n})
+			worst = max(worst, n)
+			cursor = t.At
+		}
+		worst = max(worst, count(cursor, w.End))
+	}
+	return out, worst
+}
+
+// goals checks the goals of the primary-outage drill on r.
+func goals(r *SettingReport, worstPerOpen int, faults bool) []Goal {
+	pct := func(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
+	g := []Goal{
+		{Name: "availability (model or cache)", Want: ">= " + pct(goalAvailability),
+			Got: pct(r.Availability), Met: r.Questions > 0 && r.Availability >= goalAvailability},
+		{Name: "calls to a failing model per open period", Want: fmt.Sprintf("<= %d", r.MaxCallsPerOpen),
+			Got: fmt.Sprint(worstPerOpen), Met: r.MaxCallsPerOpen > 0 && worstPerOpen <= r.MaxCallsPerOpen},
+		{Name: "tokens sent to failing models", Want: "<= " + pct(goalWaste),
+			Got: pct(r.Waste), Met: r.Waste <= goalWaste},
+	}
+	lat := Goal{Name: "p99 while failing vs fallback's healthy p99", Want: fmt.Sprintf("<= %.1fx", goalLatency), Got: "n/a"}
+	if faults && r.FallbackP99 > 0 && r.FaultLatency.N > 0 {
+		ratio := float64(r.FaultLatency.P99) / float64(r.FallbackP99)
+		lat.Got = fmt.Sprintf("%.2fx (%s / %s)", ratio, ms(r.FaultLatency.P99), ms(r.FallbackP99))
+		lat.Met = ratio <= goalLatency
+	}
+	return append(g, lat)
+}
+
+// ms formats d in milliseconds, rounded sensibly for a table.
+func ms(d time.Duration) string {
+	f := float64(d) / float64(time.Millisecond)
+	switch {
+	case f >= 100:
+		return fmt.Sprintf("%.0f ms", f)
+	case f >= 10:
+		return fmt.Sprintf("%.1f ms", f)
+	}
+	return strings.TrimSuffix(fmt.Sprintf("%.2f", f), "0") + " ms"
+}
