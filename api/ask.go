@@ -43,21 +43,31 @@ type AttemptInfo struct {
 	DurationMS int64  `json:"duration_ms"`
 }
 
-// ask serves POST /v1/ask.
-func (s *Server) ask(c echo.Context) error {
+// askQuery reads, validates and authorizes the body of /v1/ask and
+// /v1/ask/stream.
+func (s *Server) askQuery(c echo.Context) (tiers.Query, error) {
 	body, err := readJSONBody(c.Request(), s.lim)
 	if err != nil {
-		return err
+		return tiers.Query{}, err
 	}
 	req, err := decodeAsk(body, s.lim)
 	if err != nil {
-		return err
+		return tiers.Query{}, err
 	}
 	tenant, err := resolveTenant(c, req.TenantID)
 	if err != nil {
+		return tiers.Query{}, err
+	}
+	return tiers.Query{Tenant: tenant, Session: req.SessionID, Question: req.Question}, nil
+}
+
+// ask serves POST /v1/ask.
+func (s *Server) ask(c echo.Context) error {
+	q, err := s.askQuery(c)
+	if err != nil {
 		return err
 	}
-	res, err := s.run(c, tiers.Query{Tenant: tenant, Session: req.SessionID, Question: req.Question})
+	res, err := s.run(c, q)
 	if err != nil {
 		return err
 	}

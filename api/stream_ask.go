@@ -51,21 +51,13 @@ type StreamDoneData struct {
 // "delta", "note" and "done" (or "error" after the stream began), with
 // ": ping" comments while waiting.
 func (s *Server) askStream(c echo.Context) error {
-	body, err := readJSONBody(c.Request(), s.lim)
-	if err != nil {
-		return err
-	}
-	req, err := decodeAsk(body, s.lim)
-	if err != nil {
-		return err
-	}
-	tenant, err := resolveTenant(c, req.TenantID)
+	q, err := s.askQuery(c)
 	if err != nil {
 		return err
 	}
 	w := newStreamWriter(c)
 	sink := &sseSink{s: s, w: w, lang: s.notes.language(c.Request().Header.Get("Accept-Language")), reqID: requestID(c)}
-	return s.serveStream(c, tiers.Query{Tenant: tenant, Session: req.SessionID, Question: req.Question}, w, sink)
+	return s.serveStream(c, q, w, sink)
 }
 
 // sseSink writes ragfuse's own event stream.
