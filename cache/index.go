@@ -8,10 +8,13 @@ import (
 // Index parameters.
 const (
 	sketchWords = 4    // 256-bit sign sketches
-	exactBelow  = 2048 // below this many vectors, search exactly
-	minRerank   = 1024 // candidates re-scored on the int8 copies, at least …
-	rerankShare = 24   // … or one in rerankShare of the vectors …
-	maxRerank   = 3072 // … but at most this many
+	exactBelow  = 2048 // below this many vectors, search exactly …
+	// … or below exactBelowMin with a minimum similarity, where the
+	// sketches prune nearly every vector.
+	exactBelowMin = 256
+	minRerank     = 1024 // candidates re-scored on the int8 copies, at least …
+	rerankShare   = 24   // … or one in rerankShare of the vectors …
+	maxRerank     = 3072 // … but at most this many
 	// finalRescore candidates, best on the int8 copies, are scored exactly.
 	finalRescore = 16
 )
@@ -120,8 +123,11 @@ type hit struct {
 }
 
 // search returns up to k positions most similar to vec, best first, with
-// their exact cosine similarity. out is reused.
-func (x *index) search(vec []float32, k int, out []hit) []hit {
+// their exact cosine similarity. With minSim > 0 it returns only positions at
+// least minSim similar, and a vector whose sketch lies beyond thresholdBound
+// of minSim is not scored at all: a query with no near vector costs one pass
+// over the sketches. With minSim <= 0 it returns the k nearest. out is reused.
+func (x *index) search(vec []float32, k int, minSim float32, out []hit) []hit {
 	out = out[:0]
 	n := len(x.ids)
 	if n == 0 || k <= 0 {
@@ -142,9 +148,11 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 	if sparse {
 		score = func(i int) float32 { return sparseDot(q, x.nz, x.vecs[i*x.dim:(i+1)*x.dim]) }
 	}
-	if n <= exactBelow {
+	if n <= exactBelow && minSim <= 0 || n <= exactBelowMin {
 		for i := range n {
-			out = keepTop(out, k, hit{i, score(i)})
+			if s := score(i); minSim <= 0 || s >= minSim {
+				out = keepTop(out, k, hit{i, s})
+			}
 		}
 		return out
 	}
@@ -155,7 +163,13 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 	qscale := x.quantizeQuery(sparse)
 	approx := x.approx[:0]
 	keep := max(k, finalRescore)
-	cand, dist := x.candidates(&qs, rerankCount(n))
+	var cand []int32
+	var dist []uint16
+	if minSim > 0 {
+		cand, dist = x.within(&qs, thresholdBound(minSim), rerankCount(n))
+	} else {
+		cand, dist = x.candidates(&qs, rerankCount(n))
+	}
 	limit := len(qs) * 64 // no pruning until keep candidates are scored
 	x.touch(cand[:min(touchBatch, len(cand))])
 	for c, p := range cand {
@@ -179,12 +193,14 @@ func (x *index) search(vec []float32, k int, out []hit) []hit {
 		}
 		approx = keepTop(approx, keep, hit{i, sim})
 		if len(approx) == keep {
-			limit = hammingBound(approx[keep-1].sim)
+			limit = hammingBound(approx[keep-1].sim, 4)
 		}
 	}
 	x.approx = approx
 	for _, h := range approx {
-		out = keepTop(out, k, hit{h.pos, score(h.pos)})
+		if s := score(h.pos); minSim <= 0 || s >= minSim {
+			out = keepTop(out, k, hit{h.pos, s})
+		}
 	}
 	return out
 }

@@ -39,6 +39,23 @@ func (x *index) candidates(qs *[sketchWords]uint64, r int) ([]int32, []uint16) {
 		clear(hist[:])
 		x.keepUnder(sketchBits, &hist)
 	}
+	return x.nearest(r, &hist)
+}
+
+// within returns, nearest first, the positions whose sketches are at most
+// bound from qs, at most the r nearest of them, with their distances. Unlike
+// candidates it needs no sample: bound alone decides, so a query with no
+// sketch within it costs one pass over the distances and returns nothing.
+func (x *index) within(qs *[sketchWords]uint64, bound, r int) ([]int32, []uint16) {
+	x.distances(qs)
+	var hist histogram
+	x.keepUnder(uint16(min(bound, sketchBits)), &hist)
+	return x.nearest(r, &hist)
+}
+
+// nearest sorts x.cand (with x.dist, counted in hist) by distance and
+// returns the r nearest with their distances.
+func (x *index) nearest(r int, hist *histogram) ([]int32, []uint16) {
 	cand, dist := x.cand, x.dist
 	cut, atCut := len(hist)-1, len(cand)
 	if len(cand) > r {
@@ -192,10 +209,10 @@ func (x *index) sketch(s *[sketchWords]uint64, v []float32) {
 // hammingBound returns the sketch distance beyond which a vector is
 // unlikely to be more similar than sim: a vector at angle θ differs in each
 // sketch bit with probability θ/π, so its distance is binomial; the bound is
-// the mean at sim's angle plus four standard deviations.
-func hammingBound(sim float32) int {
+// the mean at sim's angle plus sigmas standard deviations, plus two bits.
+func hammingBound(sim float32, sigmas float64) int {
 	p := math.Acos(max(-1, min(1, float64(sim)))) / math.Pi
-	return int(sketchBits*p+4*math.Sqrt(sketchBits*p*(1-p))) + 2
+	return int(sketchBits*p+sigmas*math.Sqrt(sketchBits*p*(1-p))) + 2
 }
 
 // queryLevels is the largest magnitude of a quantized query component.

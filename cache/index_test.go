@@ -62,7 +62,40 @@ func perturb(r *rand.Rand, q string, words []string, zipf *rand.Zipf) string {
 	return string(rs)
 }
 
-func newCorpus(n, queries int, seed uint64) (stored, asked corpus) {
+// reword returns q asked another way with the same content: a stopword or a
+// Han stop phrase added in front or at the end, as people reword a question
+// they asked before. Such a rewording is a true hit at the default
+// similarity.
+func reword(r *rand.Rand, q string, _ []string, _ *rand.Zipf) string {
+	if strings.Contains(q, " ") {
+		switch r.IntN(4) {
+		case 0:
+			return "please " + q
+		case 1:
+			return "how do i " + q + "?"
+		case 2:
+			return q + " please"
+		default:
+			return "hi, " + q + " thanks"
+		}
+	}
+	switch r.IntN(3) {
+	case 0:
+		return "请问" + q
+	case 1:
+		return "我想问" + q + "？"
+	default:
+		return q + "吗"
+	}
+}
+
+// rewrite turns a stored question into a query that should find it.
+type rewrite func(r *rand.Rand, q string, words []string, zipf *rand.Zipf) string
+
+// newCorpus returns n stored questions and the given number of queries:
+// stored questions rewritten by rw at even positions, unrelated questions at
+// odd ones.
+func newCorpus(n, queries int, seed uint64, rw rewrite) (stored, asked corpus) {
 	r := rand.New(rand.NewPCG(seed, 1))
 	words := synthWords(r, 3000)
 	zipf := rand.NewZipf(r, 1.1, 20, 2999)
@@ -79,7 +112,7 @@ func newCorpus(n, queries int, seed uint64) (stored, asked corpus) {
 	}
 	for i := range queries {
 		if i%2 == 0 {
-			asked.texts = append(asked.texts, perturb(r, stored.texts[r.IntN(n)], words, zipf))
+			asked.texts = append(asked.texts, rw(r, stored.texts[r.IntN(n)], words, zipf))
 		} else {
 			asked.texts = append(asked.texts, synthQuestion(r, words, zipf))
 		}
@@ -118,7 +151,7 @@ func recallAt1(x *index, asked corpus) float64 {
 	ok := 0
 	var out []hit
 	for _, q := range asked.vecs {
-		out = x.search(q, 1, out)
+		out = x.search(q, 1, 0, out)
 		if len(out) == 1 && out[0].sim >= exactBest(x, q)-1e-6 {
 			ok++
 		}
@@ -133,7 +166,7 @@ func TestIndexRecall(t *testing.T) {
 	}
 	for _, n := range sizes {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
-			stored, asked := newCorpus(n, 400, 7)
+			stored, asked := newCorpus(n, 400, 7, perturb)
 			x := buildIndex(stored)
 			got := recallAt1(x, asked)
 			t.Logf("recall@1 at %d entries: %.4f (rerank %d)", n, got, rerankCount(n))
@@ -159,7 +192,7 @@ func reportCPU(b *testing.B) func() {
 // search, false-hit guard; embedding excluded) in one tenant of n entries.
 func BenchmarkLookup(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
-		stored, asked := newCorpus(n, 256, 11)
+		stored, asked := newCorpus(n, 256, 11, reword)
 		c := New(Config{MaxEntries: n})
 		for i, q := range stored.texts {
 			if err := c.Put("t", q, stored.vecs[i], Entry{Text: q}); err != nil {
@@ -177,20 +210,27 @@ func BenchmarkLookup(b *testing.B) {
 	}
 }
 
-// BenchmarkIndexSearch measures the index alone, next to brute force.
+// BenchmarkIndexSearch measures the index alone, without and with the
+// default minimum similarity, next to brute force.
 func BenchmarkIndexSearch(b *testing.B) {
 	for _, n := range []int{1000, 10000, 100000} {
-		stored, asked := newCorpus(n, 256, 11)
+		stored, asked := newCorpus(n, 256, 11, reword)
 		x := buildIndex(stored)
-		b.Run(fmt.Sprintf("%dk", n/1000), func(b *testing.B) {
-			defer reportCPU(b)()
-			var out []hit
-			i := 0
-			for b.Loop() {
-				out = x.search(asked.vecs[i%len(asked.vecs)], candidates, out)
-				i++
+		for _, minSim := range []float32{0, 0.92} {
+			name := fmt.Sprintf("%dk", n/1000)
+			if minSim > 0 {
+				name += fmt.Sprintf("-min%.2f", minSim)
 			}
-		})
+			b.Run(name, func(b *testing.B) {
+				defer reportCPU(b)()
+				var out []hit
+				i := 0
+				for b.Loop() {
+					out = x.search(asked.vecs[i%len(asked.vecs)], candidates, minSim, out)
+					i++
+				}
+			})
+		}
 		b.Run(fmt.Sprintf("%dk-bruteforce", n/1000), func(b *testing.B) {
 			defer reportCPU(b)()
 			i := 0
@@ -209,7 +249,7 @@ func BenchmarkIndexSearch(b *testing.B) {
 // BenchmarkPut measures Cache.Put into a full tenant (each Put evicts one).
 func BenchmarkPut(b *testing.B) {
 	const n = 10000
-	stored, _ := newCorpus(2*n, 0, 13)
+	stored, _ := newCorpus(2*n, 0, 13, perturb)
 	c := New(Config{MaxEntries: n})
 	i := 0
 	for b.Loop() {
@@ -234,7 +274,10 @@ func TestIndexDense(t *testing.T) {
 		}
 		x.add(&record{}, vecs[i])
 	}
-	ok := 0
+	// With a minimum similarity of 0.88, about half the queries (at cosine
+	// about 0.89 to their source) have an exact hit.
+	const minSim = 0.88
+	ok, okMin, hits := 0, 0, 0
 	var out []hit
 	q := make([]float32, dim)
 	for range queries {
@@ -243,12 +286,28 @@ func TestIndexDense(t *testing.T) {
 			q[j] = src[j] + 0.5*float32(r.NormFloat64())
 		}
 		normalize(q) // as exactBest expects
-		out = x.search(q, 1, out)
-		if len(out) == 1 && out[0].sim >= exactBest(x, q)-1e-6 {
+		best := exactBest(x, q)
+		out = x.search(q, 1, 0, out)
+		if len(out) == 1 && out[0].sim >= best-1e-6 {
 			ok++
+		}
+		out = x.search(q, 1, minSim, out)
+		if best >= minSim {
+			hits++
+			if len(out) == 1 && out[0].sim >= best-1e-6 {
+				okMin++
+			}
+		} else if len(out) == 0 {
+			okMin++
 		}
 	}
 	if got := float64(ok) / queries; got < 0.98 {
 		t.Errorf("recall@1 = %.3f, want >= 0.98", got)
+	}
+	if got := float64(okMin) / queries; got < 0.98 {
+		t.Errorf("recall@1 at similarity %.2f = %.3f (%d exact hits), want >= 0.98", minSim, got, hits)
+	}
+	if hits < queries/5 || hits > queries*4/5 {
+		t.Errorf("%d of %d queries have an exact hit at %.2f, want a mix", hits, queries, minSim)
 	}
 }

@@ -52,7 +52,7 @@ func (t *tenant) lookup(question string, vec []float32, kb uint64, stale bool, n
 	if t.idx == nil || len(vec) != t.idx.dim || !usableVector(vec) {
 		return Entry{}, false
 	}
-	t.hits = t.idx.search(vec, candidates, t.hits)
+	t.hits = t.idx.search(vec, candidates, float32(t.c.cfg.Similarity), t.hits)
 	var sig *signature
 	for _, h := range t.hits {
 		if float64(h.sim) < t.c.cfg.Similarity {
