@@ -18,6 +18,7 @@ type Breaker struct {
 	name      string
 	cfg       Config // effective; read-only after New
 	store     Store
+	rec       Recorder // the store's recorder for this breaker, if it binds one
 	clock     Clock
 	sysClock  bool      // clock is SystemClock: call time.Now directly
 	needStart bool      // slow calls are measured: Allow reads the clock
@@ -87,6 +88,9 @@ func New(name string, cfg Config) *Breaker {
 	_, b.sysClock = cfg.Clock.(systemClock)
 	b.origin = b.now()
 	b.cur.Store(&period{state: StateClosed, w: newWindow(&b.cfg)})
+	if bd, ok := cfg.Store.(Binder); ok {
+		b.rec = bd.Bind(b)
+	}
 	if a, ok := cfg.Store.(Attacher); ok {
 		a.Attach(b)
 	}

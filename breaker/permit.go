@@ -72,7 +72,9 @@ func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Du
 	}
 	slow := o == Success && b.needStart && elapsed >= b.cfg.SlowCallDuration
 	trip := p.w.record(o == Failure, slow, at, &b.cfg)
-	if b.store != nil {
+	if b.rec != nil {
+		b.rec.Record(o, slow)
+	} else if b.store != nil {
 		b.store.Record(b.name, o, slow)
 	}
 	if trip {

@@ -40,3 +40,18 @@ type Store interface {
 type Attacher interface {
 	Attach(b *Breaker)
 }
+
+// Recorder counts the CLOSED outcomes of one breaker for a Store, like
+// Store.Record without the name. It must not block.
+type Recorder interface {
+	Record(o Outcome, slow bool)
+}
+
+// Binder is implemented by a Store that hands each breaker a Recorder of
+// its own, so that the CLOSED path reaches the store's counters without
+// looking the breaker's name up. New calls Bind once for every breaker
+// created with such a Store, before Attach; the breaker then calls the
+// Recorder in place of Store.Record.
+type Binder interface {
+	Bind(b *Breaker) Recorder
+}

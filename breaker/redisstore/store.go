@@ -110,8 +110,10 @@ type Store struct {
 type entry struct {
 	name string
 
-	// Outcomes recorded since the last flush.
-	calls, failures, slow atomic.Int64
+	// Outcomes recorded since the last flush. Every outcome is a call,
+	// so calls takes the most writes and is striped.
+	calls          striped
+	failures, slow atomic.Int64
 
 	cfg      breaker.Config // of the first breaker attached
 	width    time.Duration  // aggregate bucket width
@@ -122,6 +124,8 @@ type entry struct {
 var (
 	_ breaker.Store    = (*Store)(nil)
 	_ breaker.Attacher = (*Store)(nil)
+	_ breaker.Binder   = (*Store)(nil)
+	_ breaker.Recorder = (*entry)(nil)
 )
 
 // New returns a Store connected to Redis. It fails only on a bad
@@ -252,14 +256,7 @@ func (s *Store) Close() error {
 func (s *Store) Attach(b *breaker.Breaker) {
 	name := b.Name()
 	s.mu.Lock()
-	names := *s.names.Load()
-	e := names[name]
-	if e == nil {
-		e = s.newEntry(name, b.Config())
-		next := maps.Clone(names)
-		next[name] = e
-		s.names.Store(&next)
-	}
+	e := s.entryLocked(name, b.Config())
 	if !slices.Contains(e.breakers, b) {
 		e.breakers = append(e.breakers, b)
 	}
@@ -268,7 +265,30 @@ func (s *Store) Attach(b *breaker.Breaker) {
 	s.signal()
 }
 
-// Detach removes b; it hears no more announcements.
+// Bind implements breaker.Binder: b's CLOSED outcomes go straight to the
+// counters of its name, with no lookup on the hot path.
+func (s *Store) Bind(b *breaker.Breaker) breaker.Recorder {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.entryLocked(b.Name(), b.Config())
+}
+
+// entryLocked returns the entry of name, creating it with bc if there is
+// none. s.mu must be held.
+func (s *Store) entryLocked(name string, bc breaker.Config) *entry {
+	names := *s.names.Load()
+	e := names[name]
+	if e == nil {
+		e = s.newEntry(name, bc)
+		next := maps.Clone(names)
+		next[name] = e
+		s.names.Store(&next)
+	}
+	return e
+}
+
+// Detach removes b; it hears no more announcements. The counters of its
+// name stay, for breakers bound to them.
 func (s *Store) Detach(b *breaker.Breaker) {
 	name := b.Name()
 	s.mu.Lock()
@@ -279,15 +299,10 @@ func (s *Store) Detach(b *breaker.Breaker) {
 		return
 	}
 	e.breakers = slices.DeleteFunc(e.breakers, func(x *breaker.Breaker) bool { return x == b })
-	if len(e.breakers) == 0 {
-		next := maps.Clone(names)
-		delete(next, name)
-		s.names.Store(&next)
-	}
 }
 
 func (s *Store) newEntry(name string, bc breaker.Config) *entry {
-	e := &entry{name: name, cfg: bc}
+	e := &entry{name: name, cfg: bc, calls: newStriped()}
 	d, n := s.cfg.Window, s.cfg.WindowBuckets
 	if bc.WindowDuration > 0 {
 		d, n = bc.WindowDuration, bc.WindowBuckets
@@ -328,7 +343,7 @@ func (s *Store) Publish(name string, sh breaker.Shared) {
 	}
 	s.mu.Unlock()
 	if e != nil { // outcomes of the period that ended count no more
-		e.calls.Store(0)
+		e.calls.Swap()
 		e.failures.Store(0)
 		e.slow.Store(0)
 	}
@@ -346,11 +361,17 @@ func (s *Store) Record(name string, o breaker.Outcome, slow bool) {
 	if o >= breaker.Ignored {
 		return
 	}
-	e := (*s.names.Load())[name]
-	if e == nil {
+	if e := (*s.names.Load())[name]; e != nil {
+		e.Record(o, slow)
+	}
+}
+
+// Record implements breaker.Recorder for the breakers bound to e.
+func (e *entry) Record(o breaker.Outcome, slow bool) {
+	if o >= breaker.Ignored {
 		return
 	}
-	e.calls.Add(1)
+	e.calls.Add()
 	if o == breaker.Failure {
 		e.failures.Add(1)
 	} else if slow {

@@ -84,7 +84,7 @@ func (s *Store) cycle(parent context.Context) {
 	var flushes []*flush
 	for _, e := range names {
 		f := &flush{e: e, failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
-		f.calls = e.calls.Swap(0) // last: a concurrent Record may only be undercounted
+		f.calls = e.calls.Swap() // last: a concurrent Record may only be undercounted
 		if f.calls > 0 {
 			flushes = append(flushes, f)
 		}
@@ -245,7 +245,7 @@ func (s *Store) reconcile(e *entry, sh breaker.Shared, present bool) {
 // dropCounts forgets the outcomes recorded since the last flush.
 func (s *Store) dropCounts() {
 	for _, e := range *s.names.Load() {
-		e.calls.Store(0)
+		e.calls.Swap()
 		e.failures.Store(0)
 		e.slow.Store(0)
 	}
