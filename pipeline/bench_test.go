@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -41,7 +42,9 @@ func BenchmarkAskOverhead(b *testing.B) {
 
 // BenchmarkUpstream compares one question through the pipeline (llm tier,
 // go-openai, the llmtest server) with a bare go-openai call of the same
-// prompt to the same server, in the same run.
+// prompt to the same server, in the same run. "paired" alternates the two
+// in every iteration and reports each one's mean time and their ratio, so
+// that load on a shared machine hits both alike.
 func BenchmarkUpstream(b *testing.B) {
 	srv := llmtest.NewServer(llmtest.Config{})
 	defer srv.Close()
@@ -51,38 +54,70 @@ func BenchmarkUpstream(b *testing.B) {
 	ctx := context.Background()
 	question := "How do I return an item?"
 
+	cfg := openai.DefaultConfig("k")
+	cfg.BaseURL = srv.URL
+	cfg.HTTPClient = hc
+	bare := openai.NewClientWithConfig(cfg)
+	req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 64, Messages: []openai.ChatCompletionMessage{
+		{Role: openai.ChatMessageRoleSystem, Content: tiers.DefaultSystemPrompt},
+		{Role: openai.ChatMessageRoleUser, Content: "Documents:\n[1] Returns policy\nItems can be returned within 30 days of delivery.\n\n" +
+			"[2] Shipping\nOrders ship within 2 business days.\n\nQuestion: " + question},
+	}}
+	callBare := func(b *testing.B) {
+		if _, err := bare.CreateChatCompletion(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Retriever: testKB, ContextDocs: 2,
+		Candidates: []tiers.Candidate{{ID: "m", Client: client, MaxTokens: 64}}})
+	p, err := New(Options{Tiers: []Stage{{Tier: llm, Model: true}, {Tier: tiers.NewStatic("static", "")}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.Close()
+	q := tiers.Query{Tenant: "acme", Question: question}
+	callPipeline := func(b *testing.B) {
+		res, err := p.Ask(ctx, q)
+		if err != nil || res.Source != tiers.SourcePrimary {
+			b.Fatal(res, err)
+		}
+	}
+
 	b.Run("bare", func(b *testing.B) {
-		cfg := openai.DefaultConfig("k")
-		cfg.BaseURL = srv.URL
-		cfg.HTTPClient = hc
-		bare := openai.NewClientWithConfig(cfg)
-		req := openai.ChatCompletionRequest{Model: "m", MaxTokens: 64, Messages: []openai.ChatCompletionMessage{
-			{Role: openai.ChatMessageRoleSystem, Content: tiers.DefaultSystemPrompt},
-			{Role: openai.ChatMessageRoleUser, Content: "Documents:\n[1] Returns policy\nItems can be returned within 30 days of delivery.\n\n" +
-				"[2] Shipping\nOrders ship within 2 business days.\n\nQuestion: " + question},
-		}}
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := bare.CreateChatCompletion(ctx, req); err != nil {
-				b.Fatal(err)
-			}
+			callBare(b)
 		}
 	})
 	b.Run("pipeline", func(b *testing.B) {
-		llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Retriever: testKB, ContextDocs: 2,
-			Candidates: []tiers.Candidate{{ID: "m", Client: client, MaxTokens: 64}}})
-		p, err := New(Options{Tiers: []Stage{{Tier: llm, Model: true}, {Tier: tiers.NewStatic("static", "")}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer p.Close()
-		q := tiers.Query{Tenant: "acme", Question: question}
 		b.ReportAllocs()
 		for b.Loop() {
-			res, err := p.Ask(ctx, q)
-			if err != nil || res.Source != tiers.SourcePrimary {
-				b.Fatal(res, err)
+			callPipeline(b)
+		}
+	})
+	b.Run("paired", func(b *testing.B) {
+		var tBare, tPipe time.Duration
+		for i := 0; b.Loop(); i++ {
+			// Alternate which goes first, so neither always meets a warm
+			// or a cold connection.
+			first, second := callBare, callPipeline
+			if i%2 == 1 {
+				first, second = callPipeline, callBare
+			}
+			t0 := time.Now()
+			first(b)
+			t1 := time.Now()
+			second(b)
+			t2 := time.Now()
+			if i%2 == 0 {
+				tBare, tPipe = tBare+t1.Sub(t0), tPipe+t2.Sub(t1)
+			} else {
+				tPipe, tBare = tPipe+t1.Sub(t0), tBare+t2.Sub(t1)
 			}
 		}
+		n := float64(b.N)
+		b.ReportMetric(float64(tBare.Nanoseconds())/n, "bare-ns/op")
+		b.ReportMetric(float64(tPipe.Nanoseconds())/n, "pipeline-ns/op")
+		b.ReportMetric(float64(tPipe)/float64(tBare), "ratio")
 	})
 }
