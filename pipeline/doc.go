@@ -129,15 +129,17 @@
 //
 //	go test -run '^$' -bench StreamChunks -benchtime=2000x -count 5 ./pipeline/
 //
-// on the same VM (load average about 9), a 23-chunk answer:
+// on the same quiet VM, a 23-chunk answer (medians of 5):
 //
-//	BenchmarkStreamChunks/direct   21–35 µs/chunk  69.6 KB/op  727 allocs/op
-//	BenchmarkStreamChunks/pipeline 24–51 µs/chunk  73.1 KB/op  764 allocs/op
+//	BenchmarkStreamChunks/direct        22.2 µs/chunk  69.2 KB/op  726 allocs/op
+//	BenchmarkStreamChunks/pipeline      24.0 µs/chunk  72.8 KB/op  762 allocs/op  (1.08x direct)
+//	BenchmarkStreamChunks/pipeline-held 26.5 µs/chunk  73.1 KB/op  767 allocs/op  (1.19x direct)
 //
 // direct reads the llmtest stream with go-openai; pipeline streams the
-// same answer through Pipeline.Stream (llm tier, watchdog timer, events).
-// The median pipeline/direct ratio was 0.88 (noise dominates: the times
-// are the HTTP server's and the machine's); the pipeline's own cost shows
-// in the allocations: 37 and 3.5 KB more per answer (run, stream request,
+// same answer through Pipeline.Stream (llm tier, watchdog timer, events);
+// pipeline-held also holds the first text back for commit_after_duration
+// (one more goroutine reading the stream). The times are mostly the HTTP
+// server's, in the same process; the pipeline's own cost shows in the
+// allocations: 36 and 3.5 KB more per answer (run, stream request,
 // watchdog timer, the answer's text buffer).
 package pipeline
