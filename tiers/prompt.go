@@ -35,23 +35,61 @@ func DetectLanguage(s string) string {
 // buildMessages returns the RAG prompt: the system prompt, then one user
 // message with the numbered documents and the question.
 func buildMessages(system, question string, docs []retrieval.Doc) []openai.ChatCompletionMessage {
+	question = strings.TrimSpace(question)
+	size := len("Documents:\n") + len("Question: ") + len(question)
+	for _, d := range docs {
+		size += len(d.Title) + min(len(d.Text), 4*maxDocRunes) + 16
+	}
 	var b strings.Builder
+	b.Grow(size)
 	if len(docs) == 0 {
 		b.WriteString("No documents were found for this question.\n\n")
 	} else {
 		b.WriteString("Documents:\n")
 		for i, d := range docs {
-			b.WriteString("[" + strconv.Itoa(i+1) + "] " + oneLine(d.Title) + "\n")
+			b.WriteByte('[')
+			b.WriteString(strconv.Itoa(i + 1))
+			b.WriteString("] ")
+			writeOneLine(&b, d.Title)
+			b.WriteByte('\n')
 			if t := clip(strings.TrimSpace(d.Text), maxDocRunes); t != "" {
-				b.WriteString(t + "\n")
+				b.WriteString(t)
+				b.WriteByte('\n')
 			}
-			b.WriteString("\n")
+			b.WriteByte('\n')
 		}
 	}
-	b.WriteString("Question: " + strings.TrimSpace(question))
+	b.WriteString("Question: ")
+	b.WriteString(question)
 	return []openai.ChatCompletionMessage{
 		{Role: openai.ChatMessageRoleSystem, Content: system},
 		{Role: openai.ChatMessageRoleUser, Content: b.String()},
+	}
+}
+
+// writeOneLine writes s to b with its runs of white space (line breaks
+// included) turned into single spaces and its ends trimmed.
+func writeOneLine(b *strings.Builder, s string) {
+	space, started := false, false
+	start := 0 // of the run of non-space text not yet written
+	for i, r := range s {
+		if !unicode.IsSpace(r) {
+			if space {
+				if started {
+					b.WriteByte(' ')
+				}
+				start, space = i, false
+			}
+			started = true
+			continue
+		}
+		if !space && started {
+			b.WriteString(s[start:i])
+		}
+		space = true
+	}
+	if !space && started {
+		b.WriteString(s[start:])
 	}
 }
 
@@ -60,6 +98,9 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 // clip returns s cut to at most n runes, marking a cut with "…".
 func clip(s string, n int) string {
+	if len(s) <= n { // no more bytes than n, so no more runes
+		return s
+	}
 	i := 0
 	for j := range s {
 		if i == n {

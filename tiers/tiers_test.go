@@ -91,3 +91,15 @@ func TestErrorMessage(t *testing.T) {
 		t.Fatalf("Error() = %q", got)
 	}
 }
+
+// TestWriteOneLine guards the prompt's title formatting: white space runs
+// become single spaces, ends are trimmed, like strings.Fields joined.
+func TestWriteOneLine(t *testing.T) {
+	for _, s := range []string{"", "  ", "a", " a ", "Returns\n policy", "a\t\tb  c\n", "退货\u3000政策", "x y"} {
+		var b strings.Builder
+		writeOneLine(&b, s)
+		if want := strings.Join(strings.Fields(s), " "); b.String() != want {
+			t.Errorf("writeOneLine(%q) = %q, want %q", s, b.String(), want)
+		}
+	}
+}
