@@ -7,36 +7,22 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
+
+	"github.com/ragfuse/ragfuse/breaker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// manualClock is a Clock that moves only when told.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
+// manualClock is the breaker package's clock that moves only when told.
+type manualClock = breaker.ManualClock
 
 func newManualClock() *manualClock {
-	return &manualClock{t: time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
+	return breaker.NewManualClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // start returns a started server closed at the end of the test.
