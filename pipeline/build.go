@@ -101,17 +101,18 @@ func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
 		storeKind = "redis"
 	}
 	opts := Options{
-		Tiers:          stages,
-		RequestTimeout: cfg.Server.RequestTimeout,
-		Clock:          env.Clock,
-		Observer:       env.Observer,
-		RateLimit:      cfg.RateLimit,
-		Embedder:       b.emb,
-		EmbedderModel:  b.embID,
-		Cooldown:       DefaultCooldown,
-		StoreKind:      storeKind,
-		Store:          env.BreakerStore,
-		Closers:        b.closers,
+		Tiers:            stages,
+		RequestTimeout:   cfg.Server.RequestTimeout,
+		Clock:            env.Clock,
+		Observer:         env.Observer,
+		RateLimit:        cfg.RateLimit,
+		Embedder:         b.emb,
+		EmbedderModel:    b.embID,
+		EmbedderCooldown: b.models[b.embID].Cooldown,
+		Cooldown:         DefaultCooldown,
+		StoreKind:        storeKind,
+		Store:            env.BreakerStore,
+		Closers:          b.closers,
 	}
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb

@@ -27,7 +27,9 @@ type guardedEmbedder struct {
 	e  cache.Embedder
 	id string // the models: entry, for errors and the cooldown
 	b  *breaker.Breaker
-	p  *Pipeline // its clock, cooldowns and default cooldown
+	p  *Pipeline // its clock and cooldowns
+
+	cooldown time.Duration // after a 429 without Retry-After; 0: the pipeline's
 }
 
 var _ cache.Embedder = (*guardedEmbedder)(nil)
@@ -53,6 +55,9 @@ func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 	permit.Report(outcomeOf(te.Kind), time.Since(t0)) // a caller gone away is ignored
 	if te.Kind == tiers.KindRateLimited {
 		d := te.RetryAfter
+		if d <= 0 {
+			d = g.cooldown
+		}
 		if d <= 0 {
 			d = g.p.cooldown
 		}

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/tiers"
@@ -65,5 +67,44 @@ func TestEmbedderGuardedByBreaker(t *testing.T) {
 	}
 	if b.State() != breaker.StateClosed {
 		t.Errorf("model/embed = %v after a good probe, want closed", b.State())
+	}
+}
+
+// rateLimitedEmbedder answers 429 without Retry-After and counts calls.
+type rateLimitedEmbedder struct{ calls atomic.Int64 }
+
+func (r *rateLimitedEmbedder) Embed(context.Context, []string) ([][]float32, error) {
+	r.calls.Add(1)
+	return nil, &openai.APIError{HTTPStatusCode: 429, Message: "slow down"}
+}
+
+// TestEmbedderCooldownFromModel guards the embedding model's own cooldown
+// (models.<id>.cooldown): after a 429 without Retry-After it is skipped
+// for that long, without its breaker hearing a failure.
+func TestEmbedderCooldownFromModel(t *testing.T) {
+	emb := &rateLimitedEmbedder{}
+	p, clk := newTestPipeline(t, Options{
+		Embedder:         emb,
+		EmbedderModel:    "embed",
+		EmbedderCooldown: 5 * time.Second,
+		Tiers: []Stage{
+			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
+				Breaker: breaker.Config{FailureThreshold: -1, FailureRate: -1}},
+			{Tier: tier("primary", tiers.SourcePrimary, answers("ok")), Model: true},
+		},
+	})
+	ask(t, p, "how do refunds work")
+	clk.Advance(4 * time.Second)
+	ask(t, p, "how do refunds work")
+	if got := emb.calls.Load(); got != 1 {
+		t.Fatalf("embedder calls within the cooldown = %d, want 1", got)
+	}
+	clk.Advance(2 * time.Second)
+	ask(t, p, "how do refunds work")
+	if got := emb.calls.Load(); got != 2 {
+		t.Fatalf("embedder calls after the cooldown = %d, want 2", got)
+	}
+	if b, _ := p.Breakers().Lookup("model/embed"); b.State() != breaker.StateClosed {
+		t.Errorf("model/embed = %v after 429s, want closed", b.State())
 	}
 }

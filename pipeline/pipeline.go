@@ -99,6 +99,9 @@ type Options struct {
 	// the default breaker settings, like any model call. Leave it
 	// empty for an embedder that needs no service (the hash embedder).
 	EmbedderModel string
+	// EmbedderCooldown is how long the embedding model is skipped after a
+	// 429 without Retry-After; default Cooldown.
+	EmbedderCooldown time.Duration
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase.
 	KnowledgeBase KnowledgeBase
@@ -209,7 +212,7 @@ func New(opts Options) (*Pipeline, error) {
 		// The embedder's breaker has the default settings, shared through
 		// the same store as the tiers' breakers.
 		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
-		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel, p: p,
+		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel, p: p, cooldown: opts.EmbedderCooldown,
 			b: p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))}
 	}
 	names := map[string]bool{}
