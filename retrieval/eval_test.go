@@ -18,18 +18,24 @@ type evalCase struct {
 }
 
 func loadEval(t testing.TB) []evalCase {
+	return loadJSONL[evalCase](t, "kb-eval.jsonl")
+}
+
+// loadJSONL reads testdata/name, one T per line; a line that does not
+// decode, or has no question, fails the test.
+func loadJSONL[T interface{ question() string }](t testing.TB, name string) []T {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "kb-eval.jsonl"))
+	f, err := os.Open(filepath.Join("..", "testdata", name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var cases []evalCase
+	var cases []T
 	sc := bufio.NewScanner(f)
 	for line := 1; sc.Scan(); line++ {
-		var c evalCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil {
-			t.Fatalf("kb-eval.jsonl:%d: %v", line, err)
+		var c T
+		if err := json.Unmarshal(sc.Bytes(), &c); err != nil || c.question() == "" {
+			t.Fatalf("%s:%d: bad case (%v)", name, line, err)
 		}
 		cases = append(cases, c)
 	}
@@ -38,6 +44,8 @@ func loadEval(t testing.TB) []evalCase {
 	}
 	return cases
 }
+
+func (c evalCase) question() string { return c.Question }
 
 func openTestKB(t testing.TB) *retrieval.KnowledgeBase {
 	t.Helper()

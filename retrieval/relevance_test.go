@@ -1,11 +1,7 @@
 package retrieval_test
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ragfuse/ragfuse/retrieval"
@@ -18,26 +14,10 @@ type oodCase struct {
 }
 
 func loadOOD(t *testing.T) []oodCase {
-	t.Helper()
-	f, err := os.Open(filepath.Join("..", "testdata", "kb-ood.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var cases []oodCase
-	sc := bufio.NewScanner(f)
-	for line := 1; sc.Scan(); line++ {
-		var c oodCase
-		if err := json.Unmarshal(sc.Bytes(), &c); err != nil || c.Question == "" {
-			t.Fatalf("kb-ood.jsonl:%d: bad case (%v)", line, err)
-		}
-		cases = append(cases, c)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return cases
+	return loadJSONL[oodCase](t, "kb-ood.jsonl")
 }
+
+func (c oodCase) question() string { return c.Question }
 
 // TestOutOfDomainGetsNoDocuments guards the relevance floor: questions the
 // knowledge base does not cover must get no documents (so the pipeline
