@@ -29,8 +29,7 @@ type SemanticCacheConfig struct {
 // that were built on the knowledge base current when the question started.
 // A SemanticCache is safe for concurrent use.
 type SemanticCache struct {
-	cfg     SemanticCacheConfig
-	started startVersions
+	cfg SemanticCacheConfig
 }
 
 var (
@@ -81,8 +80,7 @@ func (s *SemanticCache) Answer(ctx context.Context, q Query) (Answer, error) {
 	if s.cfg.Cache == nil {
 		return Answer{}, &Error{Kind: KindOther, Tier: s.cfg.Name, Err: errNoCache}
 	}
-	kb := s.cfg.KBVersion()
-	s.started.set(q.Memo, kb)
+	kb := q.Memo.KBVersion(s.cfg.KBVersion) // the version the question starts on
 	var vec []float32
 	var embErr error
 	if s.cfg.Embedder != nil || q.Memo != nil && q.Memo.Embedder != nil {
@@ -90,7 +88,6 @@ func (s *SemanticCache) Answer(ctx context.Context, q Query) (Answer, error) {
 	}
 	e, err := s.cfg.Cache.Get(q.Tenant, q.Question, vec, kb)
 	if err == nil {
-		s.started.take(q.Memo)
 		return answerFromEntry(e, SourceCache), nil
 	}
 	if embErr != nil {
@@ -117,13 +114,12 @@ func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
 // when Answer did not see the question, the entry is marked with the
 // current version).
 func (s *SemanticCache) Remember(ctx context.Context, q Query, a Answer) {
-	start, known := s.started.take(q.Memo)
 	if s.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
 		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(s.cfg.StoreFrom, a.Source) {
 		return
 	}
 	kb := s.cfg.KBVersion()
-	if known && start != kb {
+	if q.Memo.KBVersion(s.cfg.KBVersion) != kb {
 		return // built on a knowledge base that has since been reloaded
 	}
 	vec, err := q.Memo.Embedding(ctx, s.cfg.Embedder, q.Question)

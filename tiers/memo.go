@@ -28,6 +28,21 @@ type Memo struct {
 	docsOnce sync.Once
 	docs     []retrieval.Doc
 	docsErr  error
+
+	kbOnce sync.Once
+	kb     uint64
+}
+
+// KBVersion returns the knowledge-base version the question started on:
+// current() on first use, the same value after, so an answer built while
+// the knowledge base was reloaded can be told apart. With a nil m it
+// returns current().
+func (m *Memo) KBVersion(current func() uint64) uint64 {
+	if m == nil {
+		return current()
+	}
+	m.kbOnce.Do(func() { m.kb = current() })
+	return m.kb
 }
 
 // Embedding returns the embedding of question by e, computing it on first
