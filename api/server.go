@@ -67,15 +67,6 @@ type Server struct {
 	draining atomic.Bool // set when shutdown begins: /readyz turns 503
 }
 
-// Defaults of ServerConfig, as documented on its fields.
-const (
-	DefaultAddr             = "127.0.0.1:8080"
-	DefaultMaxQuestionBytes = 4096
-	DefaultMaxBodyBytes     = 64 << 10
-	DefaultShutdownGrace    = 15 * time.Second
-	DefaultLanguage         = "zh"
-)
-
 // New returns a Server for cfg. It fails on a missing pipeline, a bad
 // notes override, or a Registry that does not match the Observer.
 func New(cfg Config) (*Server, error) {
@@ -118,22 +109,13 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// withServerDefaults fills sc's unset fields (zero or, for the limits,
+// negative) with pipeline's defaults.
 func withServerDefaults(sc pipeline.ServerConfig) pipeline.ServerConfig {
-	if sc.Addr == "" {
-		sc.Addr = DefaultAddr
-	}
-	if sc.MaxQuestionBytes <= 0 {
-		sc.MaxQuestionBytes = DefaultMaxQuestionBytes
-	}
-	if sc.MaxBodyBytes <= 0 {
-		sc.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if sc.ShutdownGrace <= 0 {
-		sc.ShutdownGrace = DefaultShutdownGrace
-	}
-	if sc.DefaultLanguage == "" {
-		sc.DefaultLanguage = DefaultLanguage
-	}
+	sc.MaxQuestionBytes = max(sc.MaxQuestionBytes, 0)
+	sc.MaxBodyBytes = max(sc.MaxBodyBytes, 0)
+	sc.ShutdownGrace = max(sc.ShutdownGrace, 0)
+	sc.Defaults()
 	return sc
 }
 

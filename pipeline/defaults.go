@@ -29,13 +29,7 @@ var defaultTimeouts = map[string]time.Duration{
 // Defaults fills the zero fields of c with their documented defaults. It
 // leaves set values alone, even bad ones: Validate reports those.
 func (c *Config) Defaults() {
-	s := &c.Server
-	setIfZero(&s.Addr, "127.0.0.1:8080")
-	setIfZero(&s.RequestTimeout, 12*time.Second)
-	setIfZero(&s.MaxQuestionBytes, 4096)
-	setIfZero(&s.MaxBodyBytes, 64<<10)
-	setIfZero(&s.ShutdownGrace, 15*time.Second)
-	setIfZero(&s.DefaultLanguage, "zh")
+	c.Server.Defaults()
 	for id, m := range c.Models {
 		setIfZero(&m.Model, id)
 		setIfZero(&m.MaxTokens, 512)
@@ -82,6 +76,16 @@ func (c *Config) Defaults() {
 		}
 		setIfZero(&t.Name, t.Kind)
 	}
+}
+
+// Defaults fills the zero fields of s with their documented defaults.
+func (s *ServerConfig) Defaults() {
+	setIfZero(&s.Addr, "127.0.0.1:8080")
+	setIfZero(&s.RequestTimeout, 12*time.Second)
+	setIfZero(&s.MaxQuestionBytes, 4096)
+	setIfZero(&s.MaxBodyBytes, 64<<10)
+	setIfZero(&s.ShutdownGrace, 15*time.Second)
+	setIfZero(&s.DefaultLanguage, "zh")
 }
 
 func setIfZero[T comparable](p *T, v T) {
