@@ -93,8 +93,13 @@ func writeOneLine(b *strings.Builder, s string) {
 	}
 }
 
-// oneLine joins the lines of s with spaces.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine returns s as writeOneLine writes it.
+func oneLine(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	writeOneLine(&b, s)
+	return b.String()
+}
 
 // clip returns s cut to at most n runes, marking a cut with "…".
 func clip(s string, n int) string {
