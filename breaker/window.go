@@ -164,8 +164,18 @@ func (w *window) recordCount(code uint32) uint64 {
 		return n // nothing changes: leave the cache line alone
 	}
 	old := s.Swap(code)
-	w.failures.Add(delta(old, code, slotFailure))
-	w.slow.Add(delta(old, code, slotSlow))
+	// Take away before adding, so that a reader never sees an outcome
+	// counted both as the failure it replaces and as the slow call it is.
+	df, ds := delta(old, code, slotFailure), delta(old, code, slotSlow)
+	if df < 0 {
+		w.failures.Add(df)
+	}
+	if ds != 0 {
+		w.slow.Add(ds)
+	}
+	if df > 0 {
+		w.failures.Add(df)
+	}
 	return n
 }
 
@@ -236,20 +246,26 @@ func (w *window) advanceTo(e int64) {
 // expired by then are left out even if no call has moved the window yet.
 func (w *window) counts(at time.Duration) counts {
 	if w.slots != nil {
-		return counts{
-			calls:    int64(min(w.seq.Load(), uint64(len(w.slots)))),
-			failures: max(w.failures.Load(), 0),
-			slow:     max(w.slow.Load(), 0),
-		}
+		// The counters are read before seq: an outcome's seq is counted
+		// before its failure or slow mark, so calls then covers every mark
+		// read. Outcomes racing for one slot of a full window can still
+		// overshoot for a moment, hence the clamps.
+		c := counts{failures: max(w.failures.Load(), 0), slow: max(w.slow.Load(), 0)}
+		c.calls = int64(min(w.seq.Load(), uint64(len(w.slots))))
+		c.failures = min(c.failures, c.calls)
+		c.slow = min(c.slow, c.calls-c.failures)
+		return c
 	}
 	e := max(w.epoch(at), w.head.Load())
 	var c counts
 	for i := range w.buckets {
 		b := &w.buckets[i]
 		if k := b.epoch.Load(); k > e-int64(len(w.buckets)) && k <= e {
-			c.calls += b.calls.Load()
+			// Marks before calls, as in the count window: a call is
+			// counted before its mark.
 			c.failures += b.failures.Load()
 			c.slow += b.slow.Load()
+			c.calls += b.calls.Load()
 		}
 	}
 	return c
