@@ -37,7 +37,7 @@ var _ cache.Embedder = (*guardedEmbedder)(nil)
 // Embed embeds texts unless the model is cooling down or its breaker is
 // open; those skips are *tiers.Error of KindUnavailable.
 func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	if g.p.cool.active(g.id, g.p.clock.Now()) {
+	if g.p.cool.active(g.id, g.p.clock.Now) {
 		return nil, &tiers.Error{Kind: tiers.KindUnavailable, Tier: "embedding", Model: g.id, Err: errEmbedderCooling}
 	}
 	permit, err := g.b.Allow()

@@ -393,14 +393,22 @@ func flightKey(tenant, question string, degraded bool) string {
 type cooldowns struct {
 	mu    sync.Mutex // guards until
 	until map[string]time.Time
+	n     atomic.Int32 // len(until), read without the lock
 }
 
-func (c *cooldowns) active(id string, now time.Time) bool {
+// active reports whether model id is cooling down at the time now
+// returns. With no model cooling down, it neither locks nor reads the
+// clock.
+func (c *cooldowns) active(id string, now func() time.Time) bool {
+	if c.n.Load() == 0 {
+		return false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t, ok := c.until[id]
-	if ok && !now.Before(t) {
+	if ok && !now().Before(t) {
 		delete(c.until, id)
+		c.n.Store(int32(len(c.until)))
 		return false
 	}
 	return ok
@@ -411,6 +419,7 @@ func (c *cooldowns) set(id string, until time.Time) {
 	defer c.mu.Unlock()
 	if until.After(c.until[id]) {
 		c.until[id] = until
+		c.n.Store(int32(len(c.until)))
 	}
 }
 

@@ -96,13 +96,27 @@ type run struct {
 	mu       sync.Mutex
 	stage    *stage    // the stage being called; set before each call
 	attempts []Attempt // backed by buf while it fits
-	buf      [4]Attempt
+	buf      [2]Attempt
+	cand     candidateCall // the candidate call under way, if any
+	release  func(error, tiers.Usage)
+
+	// Allocated with the run: the question's Memo and the context that
+	// carries the run as the candidates' guard.
+	memo tiers.Memo
+	gctx tiers.GuardContext
 }
 
 var _ tiers.CandidateGuard = (*run)(nil)
 
-func (r *run) record(a Attempt) {
+func (r *run) record(a Attempt) { r.settle(nil, a) }
+
+// settle records attempt a and, if cc is not nil, empties that candidate
+// call for the next one, under one lock.
+func (r *run) settle(cc *candidateCall, a Attempt) {
 	r.mu.Lock()
+	if cc != nil {
+		*cc = candidateCall{}
+	}
 	r.attempts = append(r.attempts, a)
 	r.mu.Unlock()
 	r.p.emit(Event{Kind: EventAttempt, Tenant: r.tenant, Tier: a.Tier, Attempt: a})
@@ -137,7 +151,7 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Resu
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
 			continue
 		}
-		a, err, ok := p.try(ctx, gctx, r, s, q, limit, nil)
+		a, err, ok := p.try(ctx, gctx, r, s, q, now, limit, nil)
 		if !ok {
 			continue
 		}
@@ -155,16 +169,17 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Resu
 // newRun starts the run of q: its attempt record, the context carrying
 // the run as the model candidates' guard, and q with a Memo.
 func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Context, tiers.Query) {
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
-		q.Memo = &tiers.Memo{K: p.memoK, Embedder: p.embedder}
-	}
 	r := &run{p: p, tenant: q.Tenant}
 	r.attempts = r.buf[:0]
-	gctx := ctx
-	if p.guarded {
-		gctx = tiers.WithGuard(ctx, r)
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
+		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
+		q.Memo = &r.memo
 	}
-	return r, gctx, q
+	if !p.guarded {
+		return r, ctx, q
+	}
+	r.gctx = tiers.GuardContext{Context: ctx, Guard: r}
+	return r, &r.gctx, q
 }
 
 // budget is the time of one question: its deadline, and its length next
@@ -198,17 +213,19 @@ func (b budget) limit(s *stage, now time.Time) time.Duration {
 	return limit
 }
 
-// try calls stage s under its guards. ok is false when s was skipped. With
-// a stream request sr, a tier that streams (tiers.StreamTier) is asked to
-// stream; the breakers hear the outcome when the stream ends.
-func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
+// try calls stage s under its guards; its time limiter cancels the call
+// limit after now. ok is false when s was skipped. With a stream request
+// sr, a tier that streams (tiers.StreamTier) is asked to stream; the
+// breakers hear the outcome when the stream ends.
+func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, now time.Time, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
 	permit, berr := s.breaker.Allow()
 	if berr != nil {
 		r.record(Attempt{Tier: s.name, Outcome: OutcomeBreakerOpen})
 		return a, nil, false
 	}
-	tctx, cancel := context.WithTimeout(gctx, limit)
+	tctx, cancel := context.WithDeadline(gctx, now.Add(limit))
 	defer cancel()
+	t0 := now // the call's time counts from the guards on
 	if s.bulk != nil {
 		if !s.bulk.acquire(tctx) {
 			permit.Done(breaker.Ignored)
@@ -217,12 +234,12 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 			return a, nil, false
 		}
 		defer s.bulk.release()
+		t0 = time.Now() // not the time in the queue
 	}
 	r.mu.Lock()
 	r.stage = s
 	n := len(r.attempts)
 	r.mu.Unlock()
-	t0 := time.Now()
 	a, err = callTier(tctx, s.Tier, q, sr)
 	elapsed := time.Since(t0)
 	kind := tiers.KindOf(err)
@@ -295,7 +312,7 @@ func (p *Pipeline) answered(ctx context.Context, r *run, q tiers.Query, a tiers.
 // candidate's breaker, starts a cooldown on 429 and records the attempt.
 func (r *run) Acquire(ctx context.Context, tier string, c tiers.Candidate) (func(error, tiers.Usage), bool) {
 	p := r.p
-	if p.cool.active(c.ID, p.clock.Now()) {
+	if p.cool.active(c.ID, p.clock.Now) {
 		r.record(Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeCoolingDown})
 		return nil, false
 	}
@@ -309,31 +326,75 @@ func (r *run) Acquire(ctx context.Context, tier string, c tiers.Candidate) (func
 		r.mu.Unlock()
 		b = p.breakers.GetWith("model/"+c.ID, p.breakerConfig(cfg))
 	}
-	permit, err := b.Allow()
-	if err != nil {
+	// The candidates of a run are called one after another: the run's
+	// slot holds the call under way, and its release is made once per
+	// run. A second call while one is under way gets a slot of its own.
+	cc := &r.cand
+	r.mu.Lock()
+	if cc.busy {
+		cc = &candidateCall{}
+	}
+	cc.busy = true
+	r.mu.Unlock()
+	var err error
+	if cc.permit, err = b.Allow(); err != nil {
+		r.free(cc)
 		r.record(Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeBreakerOpen})
 		return nil, false
 	}
-	t0 := time.Now()
-	return func(err error, u tiers.Usage) {
-		elapsed := time.Since(t0)
-		kind := tiers.KindOf(err)
-		permit.Report(outcomeOf(kind), elapsed)
-		at := Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
-		if err != nil {
-			at.Outcome, at.Error = string(kind), describe(err)
-		}
-		if kind == tiers.KindRateLimited {
-			d := c.Cooldown
-			var te *tiers.Error
-			if errors.As(err, &te) && te.RetryAfter > 0 {
-				d = te.RetryAfter
-			}
-			if d <= 0 {
-				d = p.cooldown
-			}
-			p.cool.set(c.ID, p.clock.Now().Add(d))
-		}
-		r.record(at)
-	}, true
+	cc.tier, cc.id, cc.cooldown, cc.t0 = tier, c.ID, c.Cooldown, time.Now()
+	if cc != &r.cand {
+		return func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
+	}
+	if r.release == nil {
+		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u) }
+	}
+	return r.release, true
+}
+
+// candidateCall is a model candidate call under way.
+type candidateCall struct {
+	busy     bool
+	permit   breaker.Permit
+	tier, id string
+	cooldown time.Duration
+	t0       time.Time
+}
+
+// free empties cc for the next call.
+func (r *run) free(cc *candidateCall) {
+	r.mu.Lock()
+	*cc = candidateCall{}
+	r.mu.Unlock()
+}
+
+// finish reports the outcome of candidate call cc to its breaker, starts
+// a cooldown after a 429 and records the attempt.
+func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
+	elapsed := time.Since(cc.t0)
+	kind := tiers.KindOf(err)
+	cc.permit.Report(outcomeOf(kind), elapsed)
+	at := Attempt{Tier: cc.tier, Model: cc.id, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
+	if err != nil {
+		at.Outcome, at.Error = string(kind), describe(err)
+	}
+	if kind == tiers.KindRateLimited {
+		r.p.coolDown(cc.id, err, cc.cooldown)
+	}
+	r.settle(cc, at)
+}
+
+// coolDown starts the cooldown of model id after its 429 err: the
+// Retry-After it carries, else the candidate's cooldown, else the
+// pipeline's.
+func (p *Pipeline) coolDown(id string, err error, cooldown time.Duration) {
+	d := cooldown
+	var te *tiers.Error
+	if errors.As(err, &te) && te.RetryAfter > 0 {
+		d = te.RetryAfter
+	}
+	if d <= 0 {
+		d = p.cooldown
+	}
+	p.cool.set(id, p.clock.Now().Add(d))
 }

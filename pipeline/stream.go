@@ -158,7 +158,8 @@ func (sr *streamRun) run(ctx context.Context, degraded bool) (*Result, error) {
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeQuota})
 			continue
 		}
-		limit := b.limit(s, time.Now())
+		now := time.Now()
+		limit := b.limit(s, now)
 		if limit <= 0 && i != last {
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
 			continue
@@ -167,7 +168,7 @@ func (sr *streamRun) run(ctx context.Context, degraded bool) (*Result, error) {
 		if streams {
 			req = sr.request(s)
 		}
-		a, err, ok := p.try(ctx, gctx, r, s, sr.q, limit, req)
+		a, err, ok := p.try(ctx, gctx, r, s, sr.q, now, limit, req)
 		if sr.err != nil {
 			return nil, sr.err
 		}

@@ -45,7 +45,24 @@ type guardKey struct{}
 // WithGuard returns a copy of ctx that carries g. An LLM tier without a
 // Guard of its own uses the guard of its call's context.
 func WithGuard(ctx context.Context, g CandidateGuard) context.Context {
-	return context.WithValue(ctx, guardKey{}, g)
+	return &GuardContext{Context: ctx, Guard: g}
+}
+
+// GuardContext is a context that carries a CandidateGuard, as WithGuard
+// returns. A caller that keeps a per-question struct may embed one in it,
+// to carry the guard without an allocation of its own.
+type GuardContext struct {
+	context.Context
+	Guard CandidateGuard
+}
+
+// Value returns the guard for the key guardFrom looks up, and otherwise
+// the parent's value.
+func (c *GuardContext) Value(key any) any {
+	if key == (guardKey{}) {
+		return c.Guard
+	}
+	return c.Context.Value(key)
 }
 
 func guardFrom(ctx context.Context) CandidateGuard {
@@ -223,8 +240,8 @@ func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletio
 	if c.Client == nil {
 		return Answer{}, &Error{Kind: KindOther, Tier: l.name, Model: c.ID, Err: errNoClient}
 	}
-	note := &callNote{}
-	res, err := c.Client.CreateChatCompletion(context.WithValue(ctx, callNoteKey{}, note),
+	cctx, note := withNote(ctx)
+	res, err := c.Client.CreateChatCompletion(cctx,
 		openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens})
 	if err != nil {
 		return Answer{}, classifyCall(l.name, c.ID, err, ctx.Err(), note.retryAfter)

@@ -54,6 +54,25 @@ type callNote struct {
 
 type callNoteKey struct{}
 
+// noteCtx is a context carrying a callNote: one allocation for both.
+type noteCtx struct {
+	context.Context
+	note callNote
+}
+
+// withNote returns a copy of ctx carrying a new callNote, and the note.
+func withNote(ctx context.Context) (context.Context, *callNote) {
+	c := &noteCtx{Context: ctx}
+	return c, &c.note
+}
+
+func (c *noteCtx) Value(key any) any {
+	if key == (callNoteKey{}) {
+		return &c.note
+	}
+	return c.Context.Value(key)
+}
+
 // retryAfterDoer records the Retry-After of a 429 response into the
 // callNote of the request's context.
 type retryAfterDoer struct {
@@ -224,6 +243,6 @@ func ClassifyEmbedding(model string, err, ctxErr error, retryAfter time.Duration
 // NewClient, and a function that reports, once the call has returned, the
 // Retry-After of its 429 response (0 if none or unreadable).
 func WithRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
-	note := &callNote{}
-	return context.WithValue(ctx, callNoteKey{}, note), func() time.Duration { return note.retryAfter }
+	c, note := withNote(ctx)
+	return c, func() time.Duration { return note.retryAfter }
 }

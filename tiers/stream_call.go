@@ -141,8 +141,8 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 	defer cancel(nil)
 	dog := startWatchdog(cancel, r.FirstTokenTimeout, r.StallTimeout)
 	defer dog.stop()
-	note := &callNote{}
-	stream, err := c.Client.CreateChatCompletionStream(context.WithValue(sctx, callNoteKey{}, note),
+	nctx, note := withNote(sctx)
+	stream, err := c.Client.CreateChatCompletionStream(nctx,
 		openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens,
 			StreamOptions: &openai.StreamOptions{IncludeUsage: true}})
 	if err != nil {
