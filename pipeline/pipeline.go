@@ -145,7 +145,7 @@ type Pipeline struct {
 	flights     singleflight.Group
 
 	inflight sync.WaitGroup
-	closing  sync.Mutex // serializes Close with the start of questions
+	closing  sync.RWMutex // Close holds it to write; the start of a question, to read
 	closed   atomic.Bool
 }
 
@@ -331,8 +331,8 @@ func (p *Pipeline) Close() error {
 
 // begin registers a question in flight; it fails after Close.
 func (p *Pipeline) begin() bool {
-	p.closing.Lock()
-	defer p.closing.Unlock()
+	p.closing.RLock()
+	defer p.closing.RUnlock()
 	if p.closed.Load() {
 		return false
 	}
