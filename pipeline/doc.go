@@ -138,19 +138,19 @@
 //
 // Streaming, measured with
 //
-//	go test -run '^$' -bench StreamChunks -benchtime=2000x -count 5 ./pipeline/
+//	go test -run '^$' -bench StreamChunks -benchmem -benchtime=2000x -count 8 ./pipeline/
 //
-// on the same quiet VM, a 23-chunk answer (medians of 5):
+// on the same VM, a 23-chunk answer (medians of 8):
 //
-//	BenchmarkStreamChunks/direct        22.2 µs/chunk  69.2 KB/op  726 allocs/op
-//	BenchmarkStreamChunks/pipeline      24.0 µs/chunk  72.8 KB/op  762 allocs/op  (1.08x direct)
-//	BenchmarkStreamChunks/pipeline-held 26.5 µs/chunk  73.1 KB/op  767 allocs/op  (1.19x direct)
+//	BenchmarkStreamChunks/direct        13.8 µs/chunk  68.9 KB/op  724 allocs/op
+//	BenchmarkStreamChunks/pipeline      14.6 µs/chunk  72.3 KB/op  757 allocs/op  (1.06x direct)
+//	BenchmarkStreamChunks/pipeline-held 15.6 µs/chunk  72.8 KB/op  762 allocs/op  (1.13x direct)
 //
 // direct reads the llmtest stream with go-openai; pipeline streams the
 // same answer through Pipeline.Stream (llm tier, watchdog timer, events);
 // pipeline-held also holds the first text back for commit_after_duration
 // (one more goroutine reading the stream). The times are mostly the HTTP
 // server's, in the same process; the pipeline's own cost shows in the
-// allocations: 36 and 3.5 KB more per answer (run, stream request,
+// allocations: 33 and 3.4 KB more per answer (run, stream request,
 // watchdog timer, the answer's text buffer).
 package pipeline
