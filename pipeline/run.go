@@ -338,8 +338,7 @@ func (r *run) Acquire(ctx context.Context, tier string, c tiers.Candidate) (func
 	r.mu.Unlock()
 	var err error
 	if cc.permit, err = b.Allow(); err != nil {
-		r.free(cc)
-		r.record(Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeBreakerOpen})
+		r.settle(cc, Attempt{Tier: tier, Model: c.ID, Outcome: OutcomeBreakerOpen})
 		return nil, false
 	}
 	cc.tier, cc.id, cc.cooldown, cc.t0 = tier, c.ID, c.Cooldown, time.Now()
@@ -359,13 +358,6 @@ type candidateCall struct {
 	tier, id string
 	cooldown time.Duration
 	t0       time.Time
-}
-
-// free empties cc for the next call.
-func (r *run) free(cc *candidateCall) {
-	r.mu.Lock()
-	*cc = candidateCall{}
-	r.mu.Unlock()
 }
 
 // finish reports the outcome of candidate call cc to its breaker, starts

@@ -1,0 +1,58 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// TestCandidateCallsShareTheRunsSlot guards the run's candidate slot: calls
+// made one after another reuse it, a call made while another is under way
+// gets its own, and every release reports to its own model's breaker and
+// records its own attempt.
+func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
+	llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Candidates: []tiers.Candidate{{ID: "a"}, {ID: "b"}}})
+	p, err := New(Options{Tiers: []Stage{{Tier: llm, Model: true}, {Tier: tiers.NewStatic("static", "")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	ctx := context.Background()
+	r, _, _ := p.newRun(ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
+
+	relA, ok := r.Acquire(ctx, "primary", a)
+	if !ok {
+		t.Fatal("a refused")
+	}
+	relB, ok := r.Acquire(ctx, "primary", b) // a is still under way
+	if !ok {
+		t.Fatal("b refused")
+	}
+	relB(nil, tiers.Usage{CompletionTokens: 2})
+	relA(&tiers.Error{Kind: tiers.KindServer, Err: errors.New("502")}, tiers.Usage{})
+	relA2, ok := r.Acquire(ctx, "primary", a) // the slot is free again
+	if !ok {
+		t.Fatal("a refused the second time")
+	}
+	relA2(nil, tiers.Usage{})
+
+	want := []struct{ model, outcome string }{{"b", OutcomeSuccess}, {"a", string(tiers.KindServer)}, {"a", OutcomeSuccess}}
+	if len(r.attempts) != len(want) {
+		t.Fatalf("attempts = %+v, want %d", r.attempts, len(want))
+	}
+	for i, w := range want {
+		if got := r.attempts[i]; got.Model != w.model || got.Outcome != w.outcome || got.Tier != "primary" {
+			t.Errorf("attempt %d = %+v, want model %s outcome %s", i, got, w.model, w.outcome)
+		}
+	}
+	if got := r.attempts[0].Usage.CompletionTokens; got != 2 {
+		t.Errorf("b's usage = %d tokens, want 2", got)
+	}
+	snapA, snapB := p.models["a"].Snapshot(), p.models["b"].Snapshot()
+	if snapA.Calls != 2 || snapA.Failures != 1 || snapB.Calls != 1 || snapB.Failures != 0 {
+		t.Errorf("breakers: a %+v, b %+v; want a 2 calls 1 failure, b 1 call", snapA, snapB)
+	}
+}
