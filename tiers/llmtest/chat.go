@@ -199,17 +199,11 @@ func (s *Server) plain(w http.ResponseWriter, r *http.Request, f Fault, c comple
 			return
 		}
 	case ModeBreak:
-		s.count(c.model, func(st *Stats) { st.PromptTokens += int64(c.prompt) })
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_ = http.NewResponseController(w).Flush()
-		abort(w, false)
+		s.breakAfterHeaders(w, c.model, c.prompt)
 		return
 	case ModeMalformed:
 		s.count(c.model, func(st *Stats) { st.PromptTokens += int64(c.prompt) })
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprintf(w, `{"id": %q, "object": "chat.completion", "choices": [{"message": {"content": oops}}]`, c.id)
+		writeBody(w, http.StatusOK, fmt.Sprintf(`{"id": %q, "object": "chat.completion", "choices": [{"message": {"content": oops}}]`, c.id))
 		return
 	}
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Choices: []chatChoice{}}

@@ -108,11 +108,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case ModeBreak:
-		s.count(req.Model, func(st *Stats) { st.PromptTokens += int64(prompt) })
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusOK)
-		_ = http.NewResponseController(w).Flush()
-		abort(w, false)
+		s.breakAfterHeaders(w, req.Model, prompt)
 		return
 	case ModeMalformed:
 		s.count(req.Model, func(st *Stats) { st.PromptTokens += int64(prompt) })

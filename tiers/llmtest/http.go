@@ -152,6 +152,16 @@ func writeRateLimit(w http.ResponseWriter, f Fault) {
 		fmt.Sprintf("Rate limit reached. Please try again in %ds.", secs))
 }
 
+// breakAfterHeaders counts the prompt tokens of a request to model, sends
+// a 200 with a JSON content type and closes the connection before any body.
+func (s *Server) breakAfterHeaders(w http.ResponseWriter, model string, prompt int) {
+	s.count(model, func(st *Stats) { st.PromptTokens += int64(prompt) })
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_ = http.NewResponseController(w).Flush()
+	abort(w, false)
+}
+
 // writeBody writes a configured fault body, as JSON when it looks like it.
 func writeBody(w http.ResponseWriter, status int, body string) {
 	ct := "text/plain; charset=utf-8"
