@@ -98,9 +98,15 @@ func (k *sseSink) event(e pipeline.StreamEvent) error {
 }
 
 func (k *sseSink) failed(err error) error {
+	return k.w.event("error", streamErrorBody(err, k.reqID))
+}
+
+// streamErrorBody is the error body sent inside a stream that has begun,
+// where the HTTP status can no longer say it.
+func streamErrorBody(err error, reqID string) errorBody {
 	ae := errorStatus(err)
 	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.RequestID = ae.Code, ae.Message, k.reqID
+	b.Error.Code, b.Error.Message, b.Error.RequestID = ae.Code, ae.Message, reqID
 	b.Error.Type = "server_error"
-	return k.w.event("error", b)
+	return b
 }

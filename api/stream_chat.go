@@ -125,9 +125,5 @@ func (k *chunkSink) done(res *pipeline.Result) error {
 // failed sends an OpenAI-style error in the stream; OpenAI clients raise
 // it as an API error.
 func (k *chunkSink) failed(err error) error {
-	ae := errorStatus(err)
-	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.RequestID = ae.Code, ae.Message, k.reqID
-	b.Error.Type = "server_error"
-	return k.w.event("", b)
+	return k.w.event("", streamErrorBody(err, k.reqID))
 }
