@@ -119,10 +119,19 @@ func BenchmarkUpstream(b *testing.B) {
 		}
 		pairUpstream(b, callBareDeadline, callPipeline)
 	})
+	// paired-1ms is paired against a model that takes 1 ms to answer, the
+	// least any real model takes: the overhead stays the same few
+	// microseconds, and the ratio shows what it weighs then.
+	b.Run("paired-1ms", func(b *testing.B) {
+		srv.SetFault("m", llmtest.Fault{Mode: llmtest.ModeLatency, Delay: time.Millisecond})
+		defer srv.SetFault("m", llmtest.Fault{})
+		pairUpstream(b, callBare, callPipeline)
+	})
 }
 
 // pairUpstream alternates callBare and callOther in every iteration and
-// reports each one's mean time and their ratio, other/bare.
+// reports each one's mean time, the difference (other's overhead) and
+// their ratio, other/bare.
 func pairUpstream(b *testing.B, callBare, callOther func(*testing.B)) {
 	var tBare, tOther time.Duration
 	for i := 0; b.Loop(); i++ {
@@ -146,5 +155,6 @@ func pairUpstream(b *testing.B, callBare, callOther func(*testing.B)) {
 	n := float64(b.N)
 	b.ReportMetric(float64(tBare.Nanoseconds())/n, "bare-ns/op")
 	b.ReportMetric(float64(tOther.Nanoseconds())/n, "other-ns/op")
+	b.ReportMetric(float64((tOther-tBare).Nanoseconds())/n, "overhead-ns/op")
 	b.ReportMetric(float64(tOther)/float64(tBare), "ratio")
 }
