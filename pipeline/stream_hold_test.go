@@ -1,70 +1,31 @@
 package pipeline
 
 import (
-	"bufio"
 	"context"
-	"net"
-	"net/http"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
-// cutGate holds the upstream's connection cuts (llmtest's ModeBreak
-// hijacks the connection) until open is called or the request ends.
-type cutGate struct {
-	once sync.Once
-	ch   chan struct{}
-}
-
-func newCutGate(t *testing.T) *cutGate {
-	g := &cutGate{ch: make(chan struct{})}
-	t.Cleanup(g.open)
-	return g
-}
-
-func (g *cutGate) open() { g.once.Do(func() { close(g.ch) }) }
-
-func (g *cutGate) wrap(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		h.ServeHTTP(gatedWriter{ResponseWriter: w, gate: g.ch, done: r.Context().Done()}, r)
-	})
-}
-
-type gatedWriter struct {
-	http.ResponseWriter
-	gate, done <-chan struct{}
-}
-
-func (w gatedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w gatedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	select {
-	case <-w.gate:
-	case <-w.done:
-	}
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
 // TestStreamBreakAfterCommitTime: a sends three chunks, then waits; the
 // commit time (commit_after_duration) passes with no further chunk and
 // commits the held text as one delta; a then cuts the connection. The
 // answer ends with the interruption note, and b is never called.
 func TestStreamBreakAfterCommitTime(t *testing.T) {
-	gate := newCutGate(t)
 	rec := &recorder{}
 	// The stall timeout only bounds the wait should the time never commit.
 	r := newStreamRig(t, StreamConfig{StallTimeout: 2 * time.Second, CommitAfterDuration: 100 * time.Millisecond,
-		OnStreamBreak: OnStreamBreakNote}, gate.wrap)
+		OnStreamBreak: OnStreamBreakNote}, nil)
 	r.p.obs = rec
 	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
+	release := r.srv.HoldBreaks()
+	t.Cleanup(release)
 	var ev events
 	res, err := r.p.Stream(context.Background(), streamQuery(), func(e StreamEvent) error {
 		if e.Kind == StreamDelta {
-			gate.open() // the text is out: now a breaks
+			release() // the text is out: now a breaks
 		}
 		return ev.add(e)
 	})

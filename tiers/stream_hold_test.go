@@ -1,14 +1,9 @@
 package tiers
 
 import (
-	"bufio"
 	"context"
 	"errors"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -92,40 +87,6 @@ func TestAnswerStreamHeldByTime(t *testing.T) {
 	}
 }
 
-// gatedUpstream serves llmtest behind a gate: a connection the server
-// cuts (ModeBreak) is cut only once open is called, or the request ends.
-func gatedUpstream(t *testing.T) (srv *llmtest.Server, url string, open func()) {
-	t.Helper()
-	srv = llmtest.New(llmtest.Config{Models: []string{"a", "b"}})
-	gate := make(chan struct{})
-	var once sync.Once
-	open = func() { once.Do(func() { close(gate) }) }
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		srv.ServeHTTP(gatedWriter{ResponseWriter: w, gate: gate, done: r.Context().Done()}, r)
-	}))
-	t.Cleanup(hs.Close)
-	t.Cleanup(srv.Close) // runs first: releases hung handlers
-	t.Cleanup(open)
-	return srv, hs.URL + "/v1", open
-}
-
-// gatedWriter holds a Hijack (llmtest cutting the connection) until gate
-// or done is closed.
-type gatedWriter struct {
-	http.ResponseWriter
-	gate, done <-chan struct{}
-}
-
-func (w gatedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-func (w gatedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	select {
-	case <-w.gate:
-	case <-w.done:
-	}
-	return http.NewResponseController(w.ResponseWriter).Hijack()
-}
-
 // TestAnswerStreamCommitsWhenTheTimeIsUp holds three chunks while the
 // model waits: the hold time commits them as one delta with no further
 // chunk coming, and the break the model makes only after that ends the
@@ -140,11 +101,13 @@ func TestAnswerStreamCommitsWhenTheTimeIsUp(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.req.StallTimeout = 2 * time.Second // bounds the wait should the time never commit
-			srv, url, open := gatedUpstream(t)
+			srv := streamUpstream(t)
 			srv.SetFault("a", llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
+			release := srv.HoldBreaks()
+			t.Cleanup(release)
 			log := &deltaLog{}
-			tt.req.Emit = func(d Delta) error { open(); return log.emit(d) } // the model breaks once the text is out
-			a, err, _, guard := heldStream(t, url, tt.req)
+			tt.req.Emit = func(d Delta) error { release(); return log.emit(d) } // the model breaks once the text is out
+			a, err, _, guard := heldStream(t, srv.URL, tt.req)
 			var te *Error
 			if !errors.As(err, &te) || te.Kind != KindInterrupted || KindOf(te.Err) != KindConnection {
 				t.Fatalf("err = %v, want interrupted by a connection error", err)

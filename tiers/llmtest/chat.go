@@ -199,7 +199,7 @@ func (s *Server) plain(w http.ResponseWriter, r *http.Request, f Fault, c comple
 			return
 		}
 	case ModeBreak:
-		s.breakAfterHeaders(w, c.model, c.prompt)
+		s.breakAfterHeaders(w, r, c.model, c.prompt)
 		return
 	case ModeMalformed:
 		s.count(c.model, func(st *Stats) { st.PromptTokens += int64(c.prompt) })

@@ -13,7 +13,9 @@
 // request, with no goroutine): added latency, a hang, an HTTP status with
 // a body, 429 with Retry-After, a connection reset, a stream broken or
 // stalled after N chunks, malformed JSON, or empty choices. AnyModel sets
-// a fault for every model without one of its own.
+// a fault for every model without one of its own. HoldBreaks lets a test
+// choose the moment a broken answer breaks: the chunks before the break
+// are sent, and the connection is cut only when the test releases it.
 //
 // Two ways to run it:
 //

@@ -108,7 +108,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	case ModeBreak:
-		s.breakAfterHeaders(w, req.Model, prompt)
+		s.breakAfterHeaders(w, r, req.Model, prompt)
 		return
 	case ModeMalformed:
 		s.count(req.Model, func(st *Stats) { st.PromptTokens += int64(prompt) })

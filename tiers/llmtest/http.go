@@ -153,12 +153,14 @@ func writeRateLimit(w http.ResponseWriter, f Fault) {
 }
 
 // breakAfterHeaders counts the prompt tokens of a request to model, sends
-// a 200 with a JSON content type and closes the connection before any body.
-func (s *Server) breakAfterHeaders(w http.ResponseWriter, model string, prompt int) {
+// a 200 with a JSON content type and closes the connection before any body
+// (once breaks are not held, see HoldBreaks).
+func (s *Server) breakAfterHeaders(w http.ResponseWriter, r *http.Request, model string, prompt int) {
 	s.count(model, func(st *Stats) { st.PromptTokens += int64(prompt) })
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_ = http.NewResponseController(w).Flush()
+	s.holdBreak(r.Context())
 	abort(w, false)
 }
 

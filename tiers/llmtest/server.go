@@ -81,6 +81,7 @@ type Server struct {
 	stats     map[string]*Stats
 	seq       int64
 	handlers  sync.WaitGroup // running handlers; Add only under mu while !closed
+	held      chan struct{}  // set while breaks are held (see HoldBreaks)
 }
 
 // New returns a Server that is not listening: use it as an http.Handler
@@ -203,6 +204,49 @@ func (s *Server) SetFault(model string, f Fault) {
 	defer s.mu.Unlock()
 	delete(s.schedules, model)
 	s.faults[model] = f.normalized()
+}
+
+// HoldBreaks holds the cut of every ModeBreak answer: it sends what the
+// fault says (After chunks, or the headers of a plain answer), then keeps
+// the connection open until release is called, its request ends or the
+// server is closed, and only then cuts it. A test can so act on what its
+// client has received while the answer is still open, and choose the
+// moment it breaks. release may be called more than once.
+func (s *Server) HoldBreaks() (release func()) {
+	ch := make(chan struct{})
+	s.mu.Lock()
+	s.held = ch
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.held == ch {
+				s.held = nil
+			}
+			s.mu.Unlock()
+			close(ch)
+		})
+	}
+}
+
+// holdBreak waits before a ModeBreak cut while breaks are held (see
+// HoldBreaks).
+func (s *Server) holdBreak(ctx context.Context) {
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if held == nil {
+		return
+	}
+	if s.onBlock != nil {
+		s.onBlock()
+	}
+	select {
+	case <-held:
+	case <-ctx.Done():
+	case <-s.quit:
+	}
 }
 
 // ClearFault removes the fault and schedule of model.

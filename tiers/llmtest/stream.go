@@ -50,6 +50,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f Fault, c compl
 			}
 		case ModeBreak:
 			if i == at {
+				s.holdBreak(r.Context())
 				abort(w, false)
 				return
 			}
