@@ -19,12 +19,7 @@ import (
 // goroutine behind.
 func TestCloseReleasesHungHandlers(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	srv := New(Config{})
-	blocked := make(chan struct{}, 16)
-	srv.onBlock = func() { blocked <- struct{}{} }
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
+	srv, blocked := startBlocking(t, 16)
 	srv.SetFault("hang", Fault{Mode: ModeHang})
 	srv.SetFault("stall", Fault{Mode: ModeStall, After: 1})
 
@@ -117,13 +112,7 @@ func TestCloseMounted(t *testing.T) {
 }
 
 func TestClientGoingAwayReleasesHandler(t *testing.T) {
-	srv := New(Config{})
-	blocked := make(chan struct{}, 1)
-	srv.onBlock = func() { blocked <- struct{}{} }
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, blocked := startBlocking(t, 1)
 	srv.SetFault("m", Fault{Mode: ModeHang})
 	c := client(t, srv)
 	ctx, cancel := context.WithCancel(t.Context())

@@ -4,34 +4,18 @@ import (
 	"context"
 	"errors"
 	"io"
-	"net/http"
 	"testing"
 	"time"
-
-	openai "github.com/sashabaranov/go-openai"
-	"go.uber.org/goleak"
 )
 
 // TestHoldBreaks: while breaks are held, a ModeBreak answer sends what the
 // fault says and keeps the connection open; it breaks when released, or
 // ends with its request.
 func TestHoldBreaks(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	srv := New(Config{})
-	blocked := make(chan struct{}, 4)
-	srv.onBlock = func() { blocked <- struct{}{} }
-	if err := srv.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
+	srv, blocked := startBlocking(t, 4)
 	srv.SetFault("m", Fault{Mode: ModeBreak, After: 2})
-	tr := &http.Transport{}
-	defer tr.CloseIdleConnections()
-	cfg := openai.DefaultConfig("")
-	cfg.BaseURL = srv.URL
-	cfg.HTTPClient = &http.Client{Transport: tr}
-	c := openai.NewClientWithConfig(cfg)
-	ctx := context.Background()
+	c := client(t, srv)
+	ctx := t.Context()
 
 	release := srv.HoldBreaks()
 	defer release()

@@ -33,6 +33,21 @@ func start(t *testing.T, cfg Config) *Server {
 	return srv
 }
 
+// startBlocking returns a started server, closed at the end of the test,
+// whose handlers report on blocked (of capacity n) when they start waiting
+// with no time limit.
+func startBlocking(t *testing.T, n int) (srv *Server, blocked chan struct{}) {
+	t.Helper()
+	srv = New(Config{})
+	blocked = make(chan struct{}, n)
+	srv.onBlock = func() { blocked <- struct{}{} }
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	return srv, blocked
+}
+
 // client returns a go-openai client for srv with its own transport.
 func client(t *testing.T, srv *Server) *openai.Client {
 	t.Helper()
