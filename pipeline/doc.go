@@ -133,7 +133,7 @@
 // The goal of 1.05 against a model that answers at once is not met:
 // against a bare call with no deadline the ratio is 1.06 to 1.08, and
 // against one with a deadline it sits at the goal (medians of 1.040 to
-// 1.054 over eight sets of 8 to 16 runs). Of the 6–7%, the llm tier alone
+// 1.054 over eleven sets of 6 to 16 runs). Of the 6–7%, the llm tier alone
 // (documents, prompt, its client) is 1–2% (paired-tier); the time
 // limiter's deadline is about 2% (paired against paired-deadline: a
 // context with a runtime timer, and the cancellation bookkeeping net/http
