@@ -236,16 +236,8 @@ func (s *Server) holdBreak(ctx context.Context) {
 	s.mu.Lock()
 	held := s.held
 	s.mu.Unlock()
-	if held == nil {
-		return
-	}
-	if s.onBlock != nil {
-		s.onBlock()
-	}
-	select {
-	case <-held:
-	case <-ctx.Done():
-	case <-s.quit:
+	if held != nil {
+		await(s, ctx, held, false)
 	}
 }
 
@@ -372,17 +364,23 @@ func (s *Server) knownModel(model string) bool {
 // wait pauses for d, or forever if d <= 0. It returns false early when the
 // client goes away or the server is closed.
 func (s *Server) wait(ctx context.Context, d time.Duration) bool {
-	var timeout <-chan time.Time
-	if d <= 0 && s.onBlock != nil {
+	if d <= 0 {
+		return await[time.Time](s, ctx, nil, false)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	return await(s, ctx, t.C, true)
+}
+
+// await waits until ready delivers (never, if nil), ctx ends or the server
+// is closed, and reports whether ready delivered. A wait with no time
+// limit (limited false) is first reported to onBlock.
+func await[T any](s *Server, ctx context.Context, ready <-chan T, limited bool) bool {
+	if !limited && s.onBlock != nil {
 		s.onBlock()
 	}
-	if d > 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
 	select {
-	case <-timeout:
+	case <-ready:
 		return true
 	case <-ctx.Done():
 		return false
