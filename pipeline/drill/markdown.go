@@ -63,15 +63,7 @@ func markdownTable(b *strings.Builder, r *Report) {
 		}
 		b.WriteString("\n")
 	}
-	b.WriteString("| |")
-	for _, s := range r.Settings {
-		b.WriteString(" " + s.Setting + " |")
-	}
-	b.WriteString("\n|---|")
-	for range r.Settings {
-		b.WriteString("---:|")
-	}
-	b.WriteString("\n")
+	tableHead(b, r, "| |", "|---|", "---:|")
 	row("questions", func(s *SettingReport) string { return fmt.Sprint(s.Questions) })
 	for _, src := range sourcesOf(r) {
 		name := "answered by " + src
@@ -107,19 +99,27 @@ func markdownTable(b *strings.Builder, r *Report) {
 	b.WriteString("\n")
 }
 
+// tableHead writes the head of a table with a column per setting: lead
+// and then the settings' names, and the rule line, lead's rule and then
+// rule per setting.
+func tableHead(b *strings.Builder, r *Report, lead, leadRule, rule string) {
+	b.WriteString(lead)
+	for _, s := range r.Settings {
+		b.WriteString(" " + s.Setting + " |")
+	}
+	b.WriteString("\n" + leadRule)
+	for range r.Settings {
+		b.WriteString(rule)
+	}
+	b.WriteString("\n")
+}
+
 func markdownGoals(b *strings.Builder, r *Report) {
 	if len(r.Settings) == 0 {
 		return
 	}
-	b.WriteString("## Goals\n\n| goal | want |")
-	for _, s := range r.Settings {
-		b.WriteString(" " + s.Setting + " |")
-	}
-	b.WriteString("\n|---|---|")
-	for range r.Settings {
-		b.WriteString("---|")
-	}
-	b.WriteString("\n")
+	b.WriteString("## Goals\n\n")
+	tableHead(b, r, "| goal | want |", "|---|---|", "---|")
 	for i, g := range r.Settings[0].Goals {
 		fmt.Fprintf(b, "| %s | %s |", g.Name, g.Want)
 		for _, s := range r.Settings {
