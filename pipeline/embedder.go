@@ -54,14 +54,7 @@ func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 	te := tiers.ClassifyEmbedding(g.id, err, ctx.Err(), retryAfter())
 	permit.Report(outcomeOf(te.Kind), time.Since(t0)) // a caller gone away is ignored
 	if te.Kind == tiers.KindRateLimited {
-		d := te.RetryAfter
-		if d <= 0 {
-			d = g.cooldown
-		}
-		if d <= 0 {
-			d = g.p.cooldown
-		}
-		g.p.cool.set(g.id, g.p.clock.Now().Add(d))
+		g.p.coolDown(g.id, te, g.cooldown)
 	}
 	return nil, te
 }
