@@ -103,7 +103,9 @@ type Options struct {
 	// 429 without Retry-After; default Cooldown.
 	EmbedderCooldown time.Duration
 	// KnowledgeBase, if set, is reported by Status and reloaded by
-	// ReloadKnowledgeBase.
+	// ReloadKnowledgeBase, and its version when a question starts is the
+	// one the question's Memo carries (tiers.Memo.KBVersion): an answer
+	// built across a reload is not cached under the new version.
 	KnowledgeBase KnowledgeBase
 	// Cooldown is how long a model is skipped after a 429 without
 	// Retry-After when its Candidate sets none; default DefaultCooldown.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -368,6 +369,38 @@ func TestReloadKnowledgeBase(t *testing.T) {
 	}
 	if st := p.Status().KnowledgeBase; !st.Loaded || st.Version != 2 {
 		t.Fatalf("status = %+v", st)
+	}
+}
+
+// TestReloadWhileCacheSkipped reloads the knowledge base while the
+// primary answers a question whose cache tier was skipped (breaker open):
+// the answer was built on the old version and must not be cached under
+// the new one.
+func TestReloadWhileCacheSkipped(t *testing.T) {
+	kb := &fakeKB{version: 1}
+	c := cache.New(cache.Config{})
+	primary := tier("primary", tiers.SourcePrimary, func(context.Context, tiers.Query) (tiers.Answer, error) {
+		if kb.version == 1 {
+			_ = kb.Reload() // the reload lands while the answer is being built
+		}
+		return tiers.Answer{Text: "policy"}, nil
+	})
+	p, _ := newTestPipeline(t, Options{KnowledgeBase: kb, Tiers: []Stage{
+		{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c,
+			Embedder: cache.NewHashEmbedder(64), KBVersion: kb.Version})},
+		{Tier: primary, Model: true},
+	}})
+	b, _ := p.Breakers().Lookup("tier/cache")
+	b.Trip()
+	if res := ask(t, p, "how do refunds work"); res.Source != tiers.SourcePrimary {
+		t.Fatalf("first answer from %s, want primary", res.Source)
+	}
+	b.Reset()
+	if res := ask(t, p, "how do refunds work"); res.Source != tiers.SourcePrimary {
+		t.Errorf("answer built on version 1 served from the cache on version 2 (source %s)", res.Source)
+	}
+	if res := ask(t, p, "how do refunds work"); res.Source != tiers.SourceCache {
+		t.Errorf("answer built on version 2 not cached (source %s)", res.Source)
 	}
 }
 

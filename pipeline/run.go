@@ -171,9 +171,16 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Resu
 func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Context, tiers.Query) {
 	r := &run{p: p, tenant: q.Tenant}
 	r.attempts = r.buf[:0]
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil) {
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
 		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
 		q.Memo = &r.memo
+	}
+	if p.kb != nil {
+		// The version the question starts on, whichever tier asks first:
+		// an answer built while the knowledge base is reloaded is not
+		// cached under the new version, even when the cache tier was
+		// skipped before it.
+		q.Memo.KBVersion(p.kb.Version)
 	}
 	if !p.guarded {
 		return r, ctx, q
