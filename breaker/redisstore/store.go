@@ -356,7 +356,7 @@ func (s *Store) Publish(name string, sh breaker.Shared) {
 // Record counts one CLOSED outcome of name in local counters that the
 // worker adds to the cluster-wide aggregate every FlushInterval. It takes
 // no lock, does not allocate and never touches Redis. Outcomes of names no
-// breaker is attached under are dropped.
+// breaker was ever attached under are dropped.
 func (s *Store) Record(name string, o breaker.Outcome, slow bool) {
 	if o >= breaker.Ignored {
 		return

@@ -38,11 +38,8 @@ func (s *striped) Add() {
 	var here byte
 	// Goroutine stacks are at least 8 KiB and aligned to their size, so
 	// the address above its low 13 bits tells goroutines apart; a
-	// multiplicative hash spreads those bits over the cells.
-	if s.shift >= 64 {
-		s.cells[0].n.Add(1)
-		return
-	}
+	// multiplicative hash spreads those bits over the cells (at least 4,
+	// so shift is below 64).
 	h := uint64(uintptr(unsafe.Pointer(&here))>>13) * 0x9E3779B97F4A7C15
 	s.cells[h>>s.shift].n.Add(1)
 }
@@ -52,7 +49,9 @@ func (s *striped) Add() {
 func (s *striped) Swap() int64 {
 	var sum int64
 	for i := range s.cells {
-		sum += s.cells[i].n.Swap(0)
+		if c := &s.cells[i].n; c.Load() != 0 { // an idle cell's line stays shared
+			sum += c.Swap(0)
+		}
 	}
 	return sum
 }
