@@ -294,10 +294,8 @@ func TestIndexDense(t *testing.T) {
 		out = x.search(q, 1, minSim, out)
 		if best >= minSim {
 			hits++
-			if len(out) == 1 && out[0].sim >= best-1e-6 {
-				okMin++
-			}
-		} else if len(out) == 0 {
+		}
+		if agreesAt(out, best, minSim) {
 			okMin++
 		}
 	}

@@ -8,24 +8,6 @@ import (
 	"testing"
 )
 
-// exactTop returns the position and similarity of the most similar vector
-// by brute force (position -1 in an empty index).
-func exactTop(x *index, q []float32) (int, float32) {
-	var nz []int32
-	for j, f := range q {
-		if f != 0 {
-			nz = append(nz, int32(j))
-		}
-	}
-	pos, best := -1, float32(-2)
-	for i := range x.len() {
-		if s := sparseDot(q, nz, x.vecs[i*x.dim:(i+1)*x.dim]); s > best {
-			pos, best = i, s
-		}
-	}
-	return pos, best
-}
-
 // thresholdRecall counts, per half of the queries (reworded stored
 // questions at even positions, unrelated ones at odd), how many thresholded
 // searches give the answer of an exact lookup at minSim: the best entry
@@ -43,6 +25,17 @@ func (r thresholdRecall) overall() float64 {
 	return float64(r.agree[0]+r.agree[1]) / float64(r.total[0]+r.total[1])
 }
 
+// agreesAt reports whether out, the result of a search with minimum
+// similarity minSim, is what an exact lookup at minSim gives: the best
+// entry (by similarity, so ties count) when best, the exact best
+// similarity, reaches minSim, and nothing otherwise.
+func agreesAt(out []hit, best, minSim float32) bool {
+	if best >= minSim {
+		return len(out) == 1 && out[0].sim >= best-1e-6
+	}
+	return len(out) == 0
+}
+
 func measureThresholdRecall(x *index, asked corpus, exact []float32, minSim float32) thresholdRecall {
 	var r thresholdRecall
 	var out []hit
@@ -50,14 +43,10 @@ func measureThresholdRecall(x *index, asked corpus, exact []float32, minSim floa
 		half := i % 2
 		out = x.search(q, 1, minSim, out)
 		r.total[half]++
-		var ok bool
 		if exact[i] >= minSim {
 			r.hits[half]++
-			ok = len(out) == 1 && out[0].sim >= exact[i]-1e-6
-		} else {
-			ok = len(out) == 0
 		}
-		if ok {
+		if agreesAt(out, exact[i], minSim) {
 			r.agree[half]++
 		}
 	}
@@ -80,7 +69,7 @@ func TestIndexThresholdRecall(t *testing.T) {
 			x := buildIndex(stored)
 			exact := make([]float32, len(asked.vecs))
 			for i, q := range asked.vecs {
-				_, exact[i] = exactTop(x, q)
+				exact[i] = exactBest(x, q)
 			}
 			for _, minSim := range []float32{0.92, 0.85} {
 				t.Run(fmt.Sprintf("%d/%s/%.2f", n, mix.name, minSim), func(t *testing.T) {
