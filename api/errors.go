@@ -119,6 +119,13 @@ type errorBody struct {
 	} `json:"error"`
 }
 
+// body returns e as the error body of type typ for request reqID.
+func (e *Error) body(typ, reqID string) errorBody {
+	var b errorBody
+	b.Error.Code, b.Error.Message, b.Error.Type, b.Error.RequestID = e.Code, e.Message, typ, reqID
+	return b
+}
+
 // errorHandler is echo's HTTPErrorHandler: every error leaves as JSON.
 func (s *Server) errorHandler(err error, c echo.Context) {
 	if c.Response().Committed {
@@ -130,14 +137,11 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 			slog.String("request_id", requestID(c)), slog.String("path", c.Path()),
 			slog.String("error", err.Error()))
 	}
-	var b errorBody
-	b.Error.Code = ae.Code
-	b.Error.Message = ae.Message
-	b.Error.Type = "invalid_request_error"
+	typ := "invalid_request_error"
 	if ae.Status >= 500 {
-		b.Error.Type = "server_error"
+		typ = "server_error"
 	}
-	b.Error.RequestID = requestID(c)
+	b := ae.body(typ, requestID(c))
 	if ae.RetryAfter > 0 {
 		secs := int64((ae.RetryAfter + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.FormatInt(secs, 10))

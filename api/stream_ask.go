@@ -104,9 +104,5 @@ func (k *sseSink) failed(err error) error {
 // streamErrorBody is the error body sent inside a stream that has begun,
 // where the HTTP status can no longer say it.
 func streamErrorBody(err error, reqID string) errorBody {
-	ae := errorStatus(err)
-	var b errorBody
-	b.Error.Code, b.Error.Message, b.Error.RequestID = ae.Code, ae.Message, reqID
-	b.Error.Type = "server_error"
-	return b
+	return errorStatus(err).body("server_error", reqID)
 }
