@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -121,7 +122,7 @@ func newRig(sc *Scenario, setting string, speed float64) (*rig, error) {
 		return nil, err
 	}
 	scaleConfig(&cfg, speed)
-	r := &rig{cfg: cfg, keys: slices.Sorted(mapKeys(cfg.Models)), obs: &observer{fallback: fallbackTier(cfg)}}
+	r := &rig{cfg: cfg, keys: slices.Sorted(maps.Keys(cfg.Models)), obs: &observer{fallback: fallbackTier(cfg)}}
 	if r.up, err = newUpstream(r.keys); err != nil {
 		return nil, fmt.Errorf("drill: upstream: %w", err)
 	}

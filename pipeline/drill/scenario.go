@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -221,7 +222,7 @@ func (s *Scenario) Validate() error {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w: %s", ErrScenario, fmt.Sprintf(format, a...))
 	}
-	for _, m := range slices.Sorted(mapKeys(s.Faults)) {
+	for _, m := range slices.Sorted(maps.Keys(s.Faults)) {
 		steps := s.Faults[m]
 		if _, ok := s.Config.Models[m]; !ok {
 			return bad("faults.%s: no such model under config.models", m)
@@ -262,16 +263,6 @@ func (s *Scenario) Validate() error {
 	return nil
 }
 
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
-}
-
 // Window is an interval of scenario time, [Start, End), during which Model
 // was failing. A Window is a plain value.
 type Window struct {
@@ -285,7 +276,7 @@ type Window struct {
 // a model was failing, by model and then by time.
 func (s *Scenario) FailingWindows() []Window {
 	var out []Window
-	for _, m := range slices.Sorted(mapKeys(s.Faults)) {
+	for _, m := range slices.Sorted(maps.Keys(s.Faults)) {
 		steps := s.Faults[m]
 		for i, st := range steps {
 			end := s.Load.Duration

@@ -2,6 +2,7 @@ package drill
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -90,7 +91,7 @@ func (w *segmentWatch) finish() []segment {
 	var out []segment
 	for i := 1; i < len(w.snaps); i++ {
 		prev, cur := w.snaps[i-1], w.snaps[i]
-		for _, k := range slices.Sorted(mapKeys(cur.stats)) {
+		for _, k := range slices.Sorted(maps.Keys(cur.stats)) {
 			out = append(out, segment{model: k, failing: w.failingAt(k, prev.at), stats: sub(cur.stats[k], prev.stats[k])})
 		}
 	}

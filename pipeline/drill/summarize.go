@@ -174,14 +174,13 @@ func openPeriods(tr *trace, windows []Window) ([]OpenPeriod, int) {
 
 // goals checks the goals of the primary-outage drill on r.
 func goals(r *SettingReport, worstPerOpen int, faults bool) []Goal {
-	pct := func(f float64) string { return fmt.Sprintf("%.2f%%", 100*f) }
 	g := []Goal{
-		{Name: "availability (model or cache)", Want: ">= " + pct(goalAvailability),
-			Got: pct(r.Availability), Met: r.Questions > 0 && r.Availability >= goalAvailability},
+		{Name: "availability (model or cache)", Want: ">= " + percent(goalAvailability),
+			Got: percent(r.Availability), Met: r.Questions > 0 && r.Availability >= goalAvailability},
 		{Name: "calls to a failing model per open period", Want: fmt.Sprintf("<= %d", r.MaxCallsPerOpen),
 			Got: fmt.Sprint(worstPerOpen), Met: r.MaxCallsPerOpen > 0 && worstPerOpen <= r.MaxCallsPerOpen},
-		{Name: "tokens sent to failing models", Want: "<= " + pct(goalWaste),
-			Got: pct(r.Waste), Met: r.Waste <= goalWaste},
+		{Name: "tokens sent to failing models", Want: "<= " + percent(goalWaste),
+			Got: percent(r.Waste), Met: r.Waste <= goalWaste},
 	}
 	lat := Goal{Name: "p99 while failing vs fallback's healthy p99", Want: fmt.Sprintf("<= %.1fx", goalLatency), Got: "n/a"}
 	if faults && r.FallbackP99 > 0 && r.FaultLatency.N > 0 {

@@ -2,7 +2,6 @@ package drill
 
 import (
 	"context"
-	"errors"
 	"net"
 	"net/http"
 	"strings"
@@ -56,9 +55,7 @@ func newUpstream(keys []string) (*upstream, error) {
 	u.hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		defer close(u.done)
-		if err := u.hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			return
-		}
+		_ = u.hs.Serve(ln) // ends with http.ErrServerClosed on close
 	}()
 	return u, nil
 }
