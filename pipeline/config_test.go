@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -209,5 +211,36 @@ tiers: [{kind: llm, models: [m], commit_after: 40, commit_after_duration: 250ms,
 		OnStreamBreak: OnStreamBreakNote}
 	if got := p.stages[0].Stream; got != want {
 		t.Fatalf("stream config %+v, want %+v", got, want)
+	}
+}
+
+// TestDecodeYAML decodes a document that embeds a configuration: the
+// paths of its errors start below the given prefix, and a yaml.Node field
+// keeps its YAML as it is.
+func TestDecodeYAML(t *testing.T) {
+	type doc struct {
+		Name  string        `yaml:"name"`
+		Wait  time.Duration `yaml:"wait"`
+		Inner yaml.Node     `yaml:"inner"`
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal([]byte("name: a\nwait: 2s\ninner: {anything: [1, 2]}\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	var d doc
+	if err := DecodeYAML(&root, &d, "top"); err != nil {
+		t.Fatal(err)
+	}
+	if d.Name != "a" || d.Wait != 2*time.Second || d.Inner.Kind != yaml.MappingNode {
+		t.Fatalf("decoded %+v", d)
+	}
+	if err := yaml.Unmarshal([]byte("name: a\nwait: 2\ncolour: red\n"), &root); err != nil {
+		t.Fatal(err)
+	}
+	err := DecodeYAML(&root, &d, "top")
+	var fe *FieldError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), "top.wait: want a duration") ||
+		!strings.Contains(err.Error(), "top.colour: unknown field") {
+		t.Fatalf("err = %v, want both fields named below top", err)
 	}
 }

@@ -60,7 +60,31 @@ func ParseConfig(b []byte) (Config, error) {
 	return cfg, nil
 }
 
-var durationType = reflect.TypeOf(time.Duration(0))
+var (
+	durationType = reflect.TypeOf(time.Duration(0))
+	nodeType     = reflect.TypeOf(yaml.Node{})
+)
+
+// DecodeYAML decodes n into the value v points to with the checks of
+// ParseConfig: unknown fields and unreadable values fail with their paths
+// below path (every one found, joined, as *FieldError); a yaml.Node field
+// takes any YAML. Nothing is filled in or validated. A document that
+// embeds a configuration (a drill scenario) decodes its own fields and the
+// configuration's with it.
+func DecodeYAML(n *yaml.Node, v any, path string) error {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return nil
+		}
+		n = n.Content[0]
+	}
+	var errs []error
+	checkNode(n, reflect.TypeOf(v), path, &errs)
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	return n.Decode(v)
+}
 
 // checkNode checks that n can be decoded into a value of type t, reporting
 // unknown fields and unreadable values with their paths.
@@ -76,6 +100,7 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 	}
 	fail := func(msg string) { *errs = append(*errs, &FieldError{Path: orRoot(path), Msg: msg}) }
 	switch {
+	case t == nodeType:
 	case t == durationType:
 		if n.Kind != yaml.ScalarNode || n.Tag == "!!int" || n.Tag == "!!float" {
 			fail(fmt.Sprintf("want a duration with a unit, like 5s or 300ms, not %s", show(n)))

@@ -13,7 +13,7 @@ import (
 // parseConfigNode decodes an inline pipeline configuration.
 func parseConfigNode(n *yaml.Node) (pipeline.Config, error) {
 	var c pipeline.Config
-	if err := decodeStrict(n, &c, "config"); err != nil {
+	if err := pipeline.DecodeYAML(n, &c, "config"); err != nil {
 		return c, err
 	}
 	return c, nil
@@ -30,7 +30,7 @@ func loadConfigFile(path string) (pipeline.Config, error) {
 		return pipeline.Config{}, fmt.Errorf("config_file %s: %v", filepath.Base(path), err)
 	}
 	var c pipeline.Config
-	if err := decodeStrict(&doc, &c, ""); err != nil {
+	if err := pipeline.DecodeYAML(&doc, &c, ""); err != nil {
 		return c, fmt.Errorf("config_file %s: %v", filepath.Base(path), err)
 	}
 	return c, nil

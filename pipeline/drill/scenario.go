@@ -143,7 +143,7 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("%w: empty", ErrScenario)
 	}
 	var f scenarioFile
-	if err := decodeFile(&doc, &f); err != nil {
+	if err := pipeline.DecodeYAML(&doc, &f, ""); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrScenario, err)
 	}
 	sc := &Scenario{Name: f.Name, Description: f.Description, Faults: f.Faults, Load: f.Load,
@@ -181,29 +181,6 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		return nil, err
 	}
 	return sc, nil
-}
-
-// decodeFile decodes the top level strictly, keeping config as a node.
-func decodeFile(doc *yaml.Node, f *scenarioFile) error {
-	root := doc
-	if root.Kind == yaml.DocumentNode && len(root.Content) > 0 {
-		root = root.Content[0]
-	}
-	if root.Kind != yaml.MappingNode {
-		return pathErr("", root, "want a mapping")
-	}
-	rest := &yaml.Node{Kind: yaml.MappingNode}
-	for i := 0; i+1 < len(root.Content); i += 2 {
-		if root.Content[i].Value == "config" {
-			if f.Config.Kind != 0 {
-				return pathErr("config", root.Content[i], "duplicate key")
-			}
-			f.Config = *root.Content[i+1]
-			continue
-		}
-		rest.Content = append(rest.Content, root.Content[i], root.Content[i+1])
-	}
-	return decodeStrict(rest, f, "")
 }
 
 // resolve returns p joined to dir unless p is empty or absolute.
