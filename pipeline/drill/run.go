@@ -104,6 +104,36 @@ func (c clockScale) dur(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * c.speed)
 }
 
+// samples returns the results of a drive in scenario time.
+func (c clockScale) samples(results []result) []sample {
+	out := make([]sample, 0, len(results))
+	for _, r := range results {
+		out = append(out, sample{at: c.at(r.sent), latency: c.dur(r.latency), source: r.source})
+	}
+	return out
+}
+
+// scaledLoad returns l played at speed: its durations divided by speed,
+// its rate multiplied by it.
+func scaledLoad(l Load, speed float64) Load {
+	l.Duration, l.Warmup = scaleDur(l.Duration, speed), scaleDur(l.Warmup, speed)
+	if l.Rate > 0 {
+		l.Rate *= speed
+	}
+	return l
+}
+
+// queryFor returns question i of sc's load: the questions in turn, each
+// round under the next of the scenario's tenants, each question in a
+// session of its own.
+func queryFor(sc *Scenario, questions []string, i int) tiers.Query {
+	tenant := "drill"
+	if n := len(sc.Tenants); n > 0 {
+		tenant = sc.Tenants[(i/len(questions))%n]
+	}
+	return tiers.Query{Tenant: tenant, Session: "drill-" + strconv.Itoa(i), Question: questions[i%len(questions)]}
+}
+
 // rig is one setting's pipeline and upstream, ready to run.
 type rig struct {
 	cfg       pipeline.Config // as built: transformed, scaled, pointing at up
@@ -165,19 +195,14 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	if (setting == SettingNone || setting == SettingBreaker) && hasMode(sc, llmtest.ModeRateLimit) {
 		tr.note = "Retry-After is honoured in every setting: the pipeline always cools a model down after a 429."
 	}
-	warm := scaleDur(sc.Load.Warmup, speed)
+	load := scaledLoad(sc.Load, speed)
 	start := time.Now()
-	cs := clockScale{zero: start.Add(warm), speed: speed}
+	cs := clockScale{zero: start.Add(load.Warmup), speed: speed}
 	r.obs.start(cs)
 	for _, k := range r.keys {
-		r.up.llm.Schedule(r.cfg.Models[k].Model, start, timeline(sc.Faults[k], warm, speed))
+		r.up.llm.Schedule(r.cfg.Models[k].Model, start, timeline(sc.Faults[k], load.Warmup, speed))
 	}
 	seg := watchSegments(ctx, r.up.llm, sc, r.cfg, cs)
-	load := sc.Load
-	load.Duration, load.Warmup = scaleDur(load.Duration, speed), warm
-	if load.Rate > 0 {
-		load.Rate *= speed
-	}
 	limit := 2*r.cfg.Server.RequestTimeout + time.Second
 	smp := startSampler(samplePeriod)
 	results := drive(ctx, load, start, limit, pipelineAsker(r.p, sc, questions))
@@ -186,9 +211,7 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, res := range results {
-		tr.samples = append(tr.samples, sample{at: cs.at(res.sent), latency: cs.dur(res.latency), source: res.source})
-	}
+	tr.samples = cs.samples(results)
 	for _, a := range r.up.takeArrivals() {
 		tr.arrivals = append(tr.arrivals, arrival{at: cs.at(a.at), model: a.model})
 	}
@@ -198,16 +221,8 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 
 // pipelineAsker asks question i of the scenario through p.
 func pipelineAsker(p *pipeline.Pipeline, sc *Scenario, questions []string) asker {
-	tenants := sc.Tenants
-	if len(tenants) == 0 {
-		tenants = []string{"drill"}
-	}
 	return func(ctx context.Context, i int) string {
-		q := tiers.Query{
-			Tenant:   tenants[(i/len(questions))%len(tenants)],
-			Session:  "drill-" + strconv.Itoa(i),
-			Question: questions[i%len(questions)],
-		}
+		q := queryFor(sc, questions, i)
 		var res *pipeline.Result
 		var err error
 		if sc.Stream {

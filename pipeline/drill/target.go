@@ -6,9 +6,10 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ragfuse/ragfuse/api"
 )
 
 // maxAnswerBytes bounds the answer body read from a target.
@@ -23,16 +24,9 @@ func runTarget(ctx context.Context, o Options, questions []string, speed float64
 		client = &http.Client{}
 	}
 	url := strings.TrimSuffix(o.Target, "/") + "/v1/ask"
-	tenants := sc.Tenants
-	if len(tenants) == 0 {
-		tenants = []string{"drill"}
-	}
 	ask := func(ctx context.Context, i int) string {
-		body, err := json.Marshal(map[string]string{
-			"tenant_id":  tenants[(i/len(questions))%len(tenants)],
-			"session_id": "drill-" + strconv.Itoa(i),
-			"question":   questions[i%len(questions)],
-		})
+		q := queryFor(sc, questions, i)
+		body, err := json.Marshal(api.AskRequest{TenantID: q.Tenant, SessionID: q.Session, Question: q.Question})
 		if err != nil {
 			return sourceError
 		}
@@ -46,22 +40,15 @@ func runTarget(ctx context.Context, o Options, questions []string, speed float64
 			return sourceError
 		}
 		defer resp.Body.Close()
-		var out struct {
-			Source string `json:"source"`
-		}
+		var out api.AskResponse
 		if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out) != nil || out.Source == "" {
 			return sourceError
 		}
-		return out.Source
+		return string(out.Source)
 	}
-	warm := scaleDur(sc.Load.Warmup, speed)
-	load := sc.Load
-	load.Duration, load.Warmup = scaleDur(load.Duration, speed), warm
-	if load.Rate > 0 {
-		load.Rate *= speed
-	}
+	load := scaledLoad(sc.Load, speed)
 	start := time.Now()
-	cs := clockScale{zero: start.Add(warm), speed: speed}
+	cs := clockScale{zero: start.Add(load.Warmup), speed: speed}
 	smp := startSampler(samplePeriod)
 	results := drive(ctx, load, start, time.Minute, ask)
 	tr := &trace{setting: SettingTarget, note: "Driven over HTTP: the target's upstream counters and breaker transitions are not visible to the drill; goroutines and heap are the drill's own."}
@@ -69,8 +56,6 @@ func runTarget(ctx context.Context, o Options, questions []string, speed float64
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	for _, r := range results {
-		tr.samples = append(tr.samples, sample{at: cs.at(r.sent), latency: cs.dur(r.latency), source: r.source})
-	}
+	tr.samples = cs.samples(results)
 	return tr, nil
 }
