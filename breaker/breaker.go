@@ -74,7 +74,7 @@ type event struct {
 // documented defaults. If cfg.Store implements Attacher, New attaches the
 // breaker to it.
 func New(name string, cfg Config) *Breaker {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	b := &Breaker{
 		name:      name,
 		cfg:       cfg,

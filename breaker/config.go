@@ -92,8 +92,9 @@ type Config struct {
 	OnStateChange func(name string, from, to State)
 }
 
-// withDefaults returns c with every zero or out-of-range field replaced.
-func (c Config) withDefaults() Config {
+// WithDefaults returns c as a Breaker made with it runs: every zero or
+// out-of-range field replaced by its default.
+func (c Config) WithDefaults() Config {
 	if c.FailureThreshold == 0 {
 		c.FailureThreshold = 2
 	}

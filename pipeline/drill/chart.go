@@ -12,6 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/ragfuse/ragfuse/breaker"
 )
 
 // Chart size, in pixels: ChartWidth wide, ChartPanelHeight per setting.
@@ -34,9 +36,9 @@ var (
 		sourceError:   {0xd6, 0x27, 0x28, 0xff},
 	}
 	stateColors = map[string]color.RGBA{
-		"closed":    {0xc7, 0xe9, 0xc0, 0xff},
-		"half_open": {0xfd, 0xd0, 0xa2, 0xff},
-		"open":      {0xe3, 0x4a, 0x33, 0xff},
+		breaker.StateClosed.String():   {0xc7, 0xe9, 0xc0, 0xff},
+		breaker.StateHalfOpen.String(): {0xfd, 0xd0, 0xa2, 0xff},
+		breaker.StateOpen.String():     {0xe3, 0x4a, 0x33, 0xff},
 	}
 	faultShade = color.NRGBA{0xff, 0x40, 0x40, 0x30}
 )
@@ -114,8 +116,8 @@ func panel(r *Report, s *SettingReport) (*plot.Plot, error) {
 	}
 	b := newBands(s.Transitions, r.Duration)
 	p.Add(b)
-	for _, st := range []string{"closed", "half_open", "open"} {
-		p.Legend.Add("breaker "+st, swatch(colorOf(stateColors, st)))
+	for _, st := range []breaker.State{breaker.StateClosed, breaker.StateHalfOpen, breaker.StateOpen} {
+		p.Legend.Add("breaker "+st.String(), swatch(colorOf(stateColors, st.String())))
 	}
 	p.Legend.Add("model failing", swatch(color.RGBA{0xff, 0xd9, 0xd9, 0xff}))
 	// Keep the legend below the breaker bands.

@@ -83,7 +83,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		if s == SettingTarget {
 			tr, err = runTarget(ctx, o, questions, speed)
 		} else {
-			tr, err = runSetting(ctx, sc, s, questions, speed)
+			tr, err = runSetting(ctx, sc, s, questions, speed, windows)
 		}
 		if err != nil {
 			return nil, err
@@ -178,19 +178,17 @@ func (r *rig) close() {
 	r.transport.CloseIdleConnections()
 }
 
-// runSetting plays sc under one protection setting against a fresh
-// upstream and pipeline.
-func runSetting(ctx context.Context, sc *Scenario, setting string, questions []string, speed float64) (*trace, error) {
+// runSetting plays sc, whose failing windows are windows, under one
+// protection setting against a fresh upstream and pipeline.
+func runSetting(ctx context.Context, sc *Scenario, setting string, questions []string, speed float64, windows []Window) (*trace, error) {
 	r, err := newRig(sc, setting, speed)
 	if err != nil {
 		return nil, err
 	}
 	defer r.close()
-	base := cloneConfig(sc.Config)
-	base.Defaults()
 	tr := &trace{setting: setting}
-	for _, w := range sc.FailingWindows() {
-		tr.maxPerOpen = max(tr.maxPerOpen, breakerLimit(base, w.Model))
+	for _, w := range windows {
+		tr.maxPerOpen = max(tr.maxPerOpen, breakerLimit(sc.Config, w.Model))
 	}
 	if (setting == SettingNone || setting == SettingBreaker) && hasMode(sc, llmtest.ModeRateLimit) {
 		tr.note = "Retry-After is honoured in every setting: the pipeline always cools a model down after a 429."
@@ -215,7 +213,7 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	for _, a := range r.up.takeArrivals() {
 		tr.arrivals = append(tr.arrivals, arrival{at: cs.at(a.at), model: a.model})
 	}
-	tr.transitions, tr.fallback = r.obs.results(sc)
+	tr.transitions, tr.fallback = r.obs.results(windows)
 	return tr, nil
 }
 
@@ -303,11 +301,11 @@ func (o *observer) Observe(e pipeline.Event) {
 }
 
 // results returns the transitions and the durations of the fallback's
-// successful calls while its model was healthy, in scenario time.
-func (o *observer) results(sc *Scenario) ([]Transition, []time.Duration) {
+// successful calls while its model was healthy (outside windows), in
+// scenario time.
+func (o *observer) results(windows []Window) ([]Transition, []time.Duration) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	windows := sc.FailingWindows()
 	var fb []time.Duration
 	for _, c := range o.fbCalls {
 		start := o.cs.at(c.end.Add(-c.dur))

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/pipeline"
 )
 
@@ -121,23 +122,19 @@ func scaleDur(d time.Duration, speed float64) time.Duration {
 	return max(time.Duration(float64(d)/speed), 1)
 }
 
-// breakerLimit returns failure_threshold + half_open_max_calls of the
-// breaker of the first llm tier naming model (defaults 2 and 1).
+// breakerLimit returns failure_threshold + half_open_max_calls, as the
+// breaker runs them, of the first llm tier naming model.
 func breakerLimit(c pipeline.Config, model string) int {
 	for _, t := range c.Tiers {
 		if t.Kind != pipeline.KindLLM || !slices.Contains(t.Models, model) {
 			continue
 		}
-		threshold, half := 2, 1
+		var bc breaker.Config
 		if b := t.Breaker; b != nil {
-			if b.FailureThreshold != 0 {
-				threshold = b.FailureThreshold
-			}
-			if b.HalfOpenMaxCalls > 0 {
-				half = b.HalfOpenMaxCalls
-			}
+			bc.FailureThreshold, bc.HalfOpenMaxCalls = b.FailureThreshold, b.HalfOpenMaxCalls
 		}
-		return max(threshold, 0) + half
+		bc = bc.WithDefaults()
+		return max(bc.FailureThreshold, 0) + bc.HalfOpenMaxCalls
 	}
 	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
@@ -159,7 +160,7 @@ func openPeriods(tr *trace, windows []Window) ([]OpenPeriod, int) {
 		}
 		cursor := w.Start
 		for _, t := range tr.transitions {
-			if t.Key != key || t.To != "open" || t.At < w.Start || t.At >= w.End {
+			if t.Key != key || t.To != breaker.StateOpen.String() || t.At < w.Start || t.At >= w.End {
 				continue
 			}
 			n := count(cursor, t.At)
