@@ -110,9 +110,10 @@ func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
 
 // Remember writes a back to the cache when it qualifies: its source is in
 // StoreFrom, it is complete (not Interrupted, not empty), and the
-// knowledge base has not changed since the question reached Answer (or,
-// when Answer did not see the question, the entry is marked with the
-// current version).
+// knowledge base has not changed since the question started: since the
+// version its Memo holds (the pipeline takes it when the question starts),
+// else since the question reached Answer. A question that carries no
+// version yet is stored under the current one.
 func (s *SemanticCache) Remember(ctx context.Context, q Query, a Answer) {
 	if s.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
 		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(s.cfg.StoreFrom, a.Source) {
