@@ -171,6 +171,9 @@ func (b *Breaker) deliver() {
 		if !finished { // a listener panicked: let the next change be delivered
 			b.mu.Lock()
 			b.delivering = false
+			// pending was taken from spare: they must not share an array,
+			// or the next delivery clears changes queued meanwhile.
+			b.spare = nil
 			b.mu.Unlock()
 		}
 	}()

@@ -273,3 +273,34 @@ func TestStrings(t *testing.T) {
 		t.Fatalf("got %v", got)
 	}
 }
+
+func TestListenerPanicThenListenerChange(t *testing.T) {
+	// After a listener panicked, a change made by a listener must still be
+	// delivered after it returns (the pending and spare queues must not end
+	// up sharing one array).
+	var b *breaker.Breaker
+	var seen []string
+	panicked := false
+	b = breaker.New("p", breaker.Config{Clock: breaker.NewManualClock(t0), OnStateChange: func(_ string, from, to breaker.State) {
+		seen = append(seen, from.String()+">"+to.String())
+		switch len(seen) {
+		case 2:
+			if !panicked {
+				panicked = true
+				panic("listener")
+			}
+		case 3:
+			b.Reset() // a change made by a listener
+		}
+	}})
+	b.Trip() // closed>open, delivered normally
+	func() {
+		defer func() { _ = recover() }()
+		b.Reset() // open>closed: the listener panics
+	}()
+	b.Trip() // closed>open: the listener resets
+	want := []string{"closed>open", "open>closed", "closed>open", "open>closed"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("listener saw %v, want %v (state %v)", seen, want, b.State())
+	}
+}
