@@ -45,11 +45,13 @@ func (l *Limiter) Allow(ctx context.Context, key string, rps float64, burst int)
 		burst = max(1, int(math.Min(rps, math.MaxInt32)))
 	}
 	limit := redis_rate.Limit{Rate: 1, Burst: burst, Period: time.Duration(float64(time.Second) / rps)}
-	ctx, cancel := context.WithTimeout(ctx, l.s.cfg.OpTimeout)
+	opCtx, cancel := context.WithTimeout(ctx, l.s.cfg.OpTimeout)
 	defer cancel()
-	res, err := l.rl.Allow(ctx, key, limit) // redis_rate adds "rate:"
+	res, err := l.rl.Allow(opCtx, key, limit) // redis_rate adds "rate:"
 	if err != nil {
-		if ctx.Err() != nil || isConnErr(err) {
+		// A caller that gave up (its own context done) says nothing
+		// about Redis.
+		if ctx.Err() == nil && (opCtx.Err() != nil || isConnErr(err)) {
 			l.s.down(err)
 		}
 		return false, err

@@ -2,8 +2,10 @@ package redisstore_test
 
 import (
 	"context"
+	"log/slog"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
@@ -55,5 +57,25 @@ func TestLimiterRefills(t *testing.T) {
 	}
 	if allowed < 90 {
 		t.Fatalf("%d of 100 allowed at 1e6/s", allowed)
+	}
+}
+
+func TestLimiterCallerCancelKeepsHealthy(t *testing.T) {
+	// A caller that gives up (a cancelled or expired request context) says
+	// nothing about Redis: the store must not declare an outage.
+	ns := cluster(t, 1, breaker.Config{})
+	l := ns[0].st.Limiter()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := l.Allow(ctx, "k", 1, 1); err == nil {
+		t.Fatal("no error for a cancelled context")
+	}
+	expired, cancel2 := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel2()
+	if _, err := l.Allow(expired, "k", 1, 1); err == nil {
+		t.Fatal("no error for an expired context")
+	}
+	if !ns[0].st.Healthy() || ns[0].log.count(slog.LevelWarn) != 0 {
+		t.Fatalf("a caller's cancellation marked Redis unreachable; logs:\n%s", ns[0].log.all())
 	}
 }
