@@ -1,6 +1,9 @@
 package breaker
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // setLocked replaces the current period p with a new one in state to and
 // queues the change for delivery. b.mu must be held. For OPEN, openUntil is
@@ -167,12 +170,16 @@ func (b *Breaker) deliver() {
 	}
 	b.delivering = true
 	finished := false
+	var rest []event // of the batch, not yet delivered
 	defer func() {
-		if !finished { // a listener panicked: let the next change be delivered
+		if !finished {
+			// A listener panicked: the changes after its own go first
+			// with the next delivery, so that the store still hears of
+			// them. pending was taken from spare: they must not share an
+			// array, or the next delivery clears changes queued meanwhile.
 			b.mu.Lock()
 			b.delivering = false
-			// pending was taken from spare: they must not share an array,
-			// or the next delivery clears changes queued meanwhile.
+			b.pending = append(slices.Clone(rest), b.pending...)
 			b.spare = nil
 			b.mu.Unlock()
 		}
@@ -181,7 +188,8 @@ func (b *Breaker) deliver() {
 		batch := b.pending
 		b.pending = b.spare[:0]
 		b.mu.Unlock()
-		for _, ev := range batch {
+		for i, ev := range batch {
+			rest = batch[i+1:]
 			if ev.publish {
 				b.store.Publish(b.name, ev.shared)
 			}

@@ -304,3 +304,33 @@ func TestListenerPanicThenListenerChange(t *testing.T) {
 		t.Fatalf("listener saw %v, want %v (state %v)", seen, want, b.State())
 	}
 }
+
+func TestListenerPanicKeepsRestOfBatch(t *testing.T) {
+	// Changes queued behind the one whose listener panicked are delivered
+	// with the next delivery, first and in order, not dropped.
+	var b *breaker.Breaker
+	var seen []string
+	b = breaker.New("p", breaker.Config{Clock: breaker.NewManualClock(t0), OnStateChange: func(_ string, from, to breaker.State) {
+		seen = append(seen, from.String()+">"+to.String())
+		switch len(seen) {
+		case 1:
+			b.Reset() // queued behind this change: one batch of two
+			b.Trip()
+		case 2:
+			panic("listener")
+		}
+	}})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the listener's panic did not reach the caller")
+			}
+		}()
+		b.Trip()
+	}()
+	b.Reset()
+	want := []string{"closed>open", "open>closed", "closed>open", "open>closed"}
+	if !slices.Equal(seen, want) {
+		t.Fatalf("listener saw %v, want %v", seen, want)
+	}
+}
