@@ -13,7 +13,9 @@
 //	              refuse with ErrRejected (on_limit: reject)
 //	singleflight  identical questions in flight (same tenant, same question
 //	              once trimmed, spaces collapsed and lower-cased) share one
-//	              run; the callers that joined get Result.Shared
+//	              run; the callers that joined get Result.Shared, and
+//	              one whose context ends stops waiting then; the budget
+//	              counts from the caller's Ask, its wait included
 //	per tier, in order:
 //	  breaker     "tier/<name>": open -> skip (Attempt outcome breaker_open)
 //	  bulkhead    max concurrent calls, a bounded queue, a queue timeout:

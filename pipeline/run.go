@@ -18,25 +18,33 @@ import (
 // listing the attempts), which a pipeline ending in a static tier never
 // does.
 func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
+	start := time.Now() // the budget counts from here, waits in a flight included
 	degraded, err := p.admit(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	key := flightKey(q.Tenant, q.Question, degraded)
-	// The leader runs the question on its own goroutine; the others wait
-	// for it. A flight whose leader's caller went away ends canceled; the
-	// callers still waiting then run the question again, up to a few times.
+	// Identical questions in flight share one run (singleflight). A flight
+	// whose leader's caller went away ends canceled; the callers still
+	// waiting then run the question again, up to a few times, each within
+	// what is left of its own budget.
 	for try := 0; ; try++ {
-		var leader bool
-		v, err, _ := p.flights.Do(key, func() (any, error) {
-			leader = true
-			if !p.begin() {
-				return (*Result)(nil), ErrClosed
-			}
-			defer p.inflight.Done()
-			return p.run(ctx, q, degraded)
-		})
-		res, _ := v.(*Result)
+		var (
+			res    *Result
+			leader bool
+		)
+		if ctx.Done() == nil {
+			// The caller cannot go away: it waits for the run, or runs it
+			// on its own goroutine.
+			var v any
+			v, err, _ = p.flights.Do(key, func() (any, error) {
+				leader = true
+				return p.lead(ctx, q, degraded, start)
+			})
+			res, _ = v.(*Result)
+		} else if res, leader, err = p.askShared(ctx, key, q, degraded, start); err != nil && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if leader {
 			return res, err
 		}
@@ -48,6 +56,40 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		}
 		return shared(res), err
 	}
+}
+
+// askShared asks q in the flight of key for a caller that can go away: it
+// waits for the run no longer than ctx, and the run goes on a goroutine of
+// its own. leader says whether the run was this caller's.
+func (p *Pipeline) askShared(ctx context.Context, key string, q tiers.Query, degraded bool, start time.Time) (res *Result, leader bool, err error) {
+	var led bool
+	ch := p.flights.DoChan(key, func() (any, error) {
+		led = true
+		return p.lead(ctx, q, degraded, start)
+	})
+	select {
+	case r := <-ch:
+		res, _ = r.Val.(*Result)
+		return res, led, r.Err
+	case <-ctx.Done():
+		return nil, false, ctx.Err()
+	}
+}
+
+// lead runs q as the leader of its flight. A panic (a bug of the
+// pipeline's: the tiers' panics are caught where they are called) becomes
+// an error, as it must not end the process from a flight's own goroutine.
+func (p *Pipeline) lead(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (v any, err error) {
+	defer func() {
+		if e := recover(); e != nil {
+			v, err = (*Result)(nil), fmt.Errorf("pipeline: question aborted: %v", e)
+		}
+	}()
+	if !p.begin() {
+		return (*Result)(nil), ErrClosed
+	}
+	defer p.inflight.Done()
+	return p.run(ctx, q, degraded, start)
 }
 
 // admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
@@ -129,16 +171,13 @@ func (r *run) count() int {
 }
 
 // run runs q through the stages: breaker, bulkhead, time limiter, tier.
-func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool) (*Result, error) {
-	start := time.Now()
+// The budget counts from start, when the caller asked.
+func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (*Result, error) {
 	b := p.newBudget(ctx, start)
 	r, gctx, q := p.newRun(ctx, q)
 	last := len(p.stages) - 1
-	now := start
 	for i, s := range p.stages {
-		if i > 0 {
-			now = time.Now()
-		}
+		now := time.Now()
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -250,7 +289,7 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 	a, err = callTier(tctx, s.Tier, q, sr)
 	elapsed := time.Since(t0)
 	kind := tiers.KindOf(err)
-	if err != nil && ctx.Err() != nil {
+	if err != nil && callerGone(ctx) {
 		kind = tiers.KindCanceled // the caller went away: not the tier's fault
 	}
 	permit.Report(outcomeOf(kind), elapsed)
@@ -276,6 +315,18 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 		a.Source = s.source
 	}
 	return a, err, true
+}
+
+// callerGone reports whether the caller's ctx has ended or reached its
+// deadline: a call cut short then is the caller going away, not the
+// callee's fault. The deadline is read off the clock, not off ctx.Err:
+// a call's time limit may end at the same instant and fire first.
+func callerGone(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // callTier calls t (to stream, with sr, if it can), turning a panic into
@@ -372,6 +423,9 @@ type candidateCall struct {
 func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
 	elapsed := time.Since(cc.t0)
 	kind := tiers.KindOf(err)
+	if err != nil && callerGone(r.gctx.Context) {
+		kind = tiers.KindCanceled // the caller went away: not the model's fault, as in try
+	}
 	cc.permit.Report(outcomeOf(kind), elapsed)
 	at := Attempt{Tier: cc.tier, Model: cc.id, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
 	if err != nil {

@@ -1,0 +1,105 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// TestSingleflightFollowerKeepsItsDeadline: a caller that joins another's
+// flight with a shorter deadline returns at its own deadline, not when the
+// leader's run ends (DESIGN: a shorter client deadline is never exceeded).
+func TestSingleflightFollowerKeepsItsDeadline(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return tiers.Answer{Text: "one"}, nil
+		case <-ctx.Done():
+			return tiers.Answer{}, ctx.Err()
+		}
+	})
+	p, _ := newTestPipeline(t, Options{RequestTimeout: 10 * time.Second, Tiers: []Stage{{Tier: primary}}})
+	leaderDone := make(chan error, 1)
+	go func() {
+		_, err := p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "q"})
+		leaderDone <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	type out struct {
+		res  *Result
+		err  error
+		took time.Duration
+	}
+	follower := make(chan out, 1)
+	go func() {
+		start := time.Now()
+		res, err := p.Ask(ctx, tiers.Query{Tenant: "acme", Question: "q"})
+		follower <- out{res, err, time.Since(start)}
+	}()
+	var o out
+	select {
+	case o = <-follower:
+	case <-time.After(2 * time.Second):
+		close(release)
+		o = <-follower
+		<-leaderDone
+		t.Fatalf("the follower with a 50ms deadline waited for the leader's run (%v): res=%+v err=%v", o.took, o.res, o.err)
+	}
+	close(release)
+	if err := <-leaderDone; err != nil {
+		t.Fatalf("leader: %v", err)
+	}
+	if !errors.Is(o.err, context.DeadlineExceeded) || o.res != nil {
+		t.Fatalf("follower: res=%+v err=%v", o.res, o.err)
+	}
+	if c := primary.calls.Load(); c != 1 {
+		t.Fatalf("primary called %d times", c)
+	}
+}
+
+// TestSingleflightRetryKeepsTheBudget: when the leader's caller goes away
+// and a waiting caller runs the question again, that run has what is left
+// of the waiting caller's budget, not a whole new one: the request timeout
+// counts from the caller's question.
+func TestSingleflightRetryKeepsTheBudget(t *testing.T) {
+	entered := make(chan struct{}, 4)
+	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		entered <- struct{}{}
+		return hangs(ctx, q)
+	})
+	static := tier("static", tiers.SourceStatic, answers("sorry"))
+	const timeout = 400 * time.Millisecond
+	p, _ := newTestPipeline(t, Options{RequestTimeout: timeout, Tiers: []Stage{{Tier: primary, Model: true}, {Tier: static}}})
+	lctx, lcancel := context.WithCancel(context.Background())
+	defer lcancel()
+	go func() { _, _ = p.Ask(lctx, tiers.Query{Tenant: "acme", Question: "q"}) }()
+	<-entered
+	start := time.Now()
+	done := make(chan struct{})
+	var (
+		res *Result
+		err error
+	)
+	go func() {
+		defer close(done)
+		res, err = p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "q"})
+	}()
+	time.Sleep(timeout / 2) // the follower waits in the flight
+	lcancel()
+	<-done
+	took := time.Since(start)
+	if err != nil || res.Source != tiers.SourceStatic {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	if took > timeout+timeout/4 {
+		t.Fatalf("the follower took %v with a request timeout of %v", took, timeout)
+	}
+}
