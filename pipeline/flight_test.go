@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +102,32 @@ func TestSingleflightRetryKeepsTheBudget(t *testing.T) {
 	}
 	if took > timeout+timeout/4 {
 		t.Fatalf("the follower took %v with a request timeout of %v", took, timeout)
+	}
+}
+
+// panickyRememberer is a cache tier that misses and panics when it is
+// told an answer: a bug outside the tiers' calls.
+type panickyRememberer struct{ *fakeTier }
+
+func (panickyRememberer) Remember(context.Context, tiers.Query, tiers.Answer) {
+	panic("remember exploded")
+}
+
+// TestRunPanicIsAnError: a panic in a question's run outside a tier call
+// ends that question with an error, whether the run went on the caller's
+// goroutine (a context that cannot end) or on a flight's own (one that
+// can), and the pipeline answers the next question.
+func TestRunPanicIsAnError(t *testing.T) {
+	miss := tier("memory", tiers.SourceCache, func(context.Context, tiers.Query) (tiers.Answer, error) {
+		return tiers.Answer{}, &tiers.Error{Kind: tiers.KindMiss, Tier: "memory", Err: errors.New("miss")}
+	})
+	p, _ := newTestPipeline(t, Options{Tiers: []Stage{{Tier: panickyRememberer{miss}}, {Tier: tier("static", tiers.SourceStatic, answers("sorry"))}}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, c := range []context.Context{context.Background(), ctx} {
+		res, err := p.Ask(c, tiers.Query{Tenant: "acme", Question: "q"})
+		if err == nil || !strings.Contains(err.Error(), "remember exploded") || res != nil {
+			t.Fatalf("res=%+v err=%v", res, err)
+		}
 	}
 }

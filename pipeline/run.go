@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -82,7 +83,7 @@ func (p *Pipeline) askShared(ctx context.Context, key string, q tiers.Query, deg
 func (p *Pipeline) lead(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (v any, err error) {
 	defer func() {
 		if e := recover(); e != nil {
-			v, err = (*Result)(nil), fmt.Errorf("pipeline: question aborted: %v", e)
+			v, err = (*Result)(nil), fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
 		}
 	}()
 	if !p.begin() {
