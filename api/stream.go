@@ -3,8 +3,10 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -34,12 +36,30 @@ type eventPump struct {
 	ended  bool
 }
 
-func (s *Server) startPump(ctx context.Context, q tiers.Query) *eventPump {
+func (s *Server) startPump(ctx context.Context, q tiers.Query, reqID, path string) *eventPump {
 	ctx, cancel := context.WithCancel(ctx)
 	events := make(chan pipeline.StreamEvent)
 	end := make(chan streamEnd, 1)
 	go func() {
-		res, err := s.p.Stream(ctx, q, func(e pipeline.StreamEvent) error {
+		var (
+			res *pipeline.Result
+			err error
+		)
+		// A panic here is out of recoverPanics' reach (another
+		// goroutine): recover it the same way, so that it ends this
+		// question with an internal error instead of the process.
+		defer func() {
+			if r := recover(); r != nil {
+				s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "panic recovered",
+					slog.String("request_id", reqID),
+					slog.String("path", path),
+					slog.String("panic", fmt.Sprint(r)),
+					slog.String("stack", string(debug.Stack())))
+				res, err = nil, newError(http.StatusInternalServerError, CodeInternal, "internal error")
+			}
+			end <- streamEnd{res, err}
+		}()
+		res, err = s.p.Stream(ctx, q, func(e pipeline.StreamEvent) error {
 			select {
 			case events <- e:
 				return nil
@@ -47,7 +67,6 @@ func (s *Server) startPump(ctx context.Context, q tiers.Query) *eventPump {
 				return ctx.Err()
 			}
 		})
-		end <- streamEnd{res, err}
 	}()
 	return &eventPump{events: events, end: end, cancel: cancel}
 }
@@ -58,6 +77,15 @@ func (p *eventPump) close() {
 		<-p.end
 		p.ended = true
 	}
+}
+
+// abandon cancels the question of a client that went away, waits for it
+// to end and returns how it ended.
+func (p *eventPump) abandon() streamEnd {
+	p.cancel()
+	end := <-p.end
+	p.ended = true
+	return end
 }
 
 // streamWriter writes Server-Sent Events and flushes each one. The
@@ -135,7 +163,7 @@ type streamSink interface {
 func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sink streamSink) error {
 	ctx := c.Request().Context()
 	start := time.Now()
-	pump := s.startPump(ctx, q)
+	pump := s.startPump(ctx, q, requestID(c), c.Path())
 	defer pump.close()
 	tally := s.obs.streamTally(start)
 	tick := time.NewTicker(s.heartbeat)
@@ -151,10 +179,15 @@ func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sin
 				tick.Stop() // nothing is sent after done
 			}
 			if err := sink.event(e); err != nil {
-				return nil // the client is gone; close cancels the question
+				s.logStream(c, q, start, pump.abandon()) // the client is gone
+				return nil
+			}
+			if e.Kind != pipeline.StreamDone {
+				tick.Reset(s.heartbeat) // a ping only after a silence
 			}
 		case <-tick.C:
 			if err := w.ping(); err != nil {
+				s.logStream(c, q, start, pump.abandon())
 				return nil
 			}
 		case end := <-pump.end:
