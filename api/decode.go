@@ -69,6 +69,11 @@ func checkJSONContentType(ct string) error {
 // decodeStrict decodes exactly one JSON object into v. With strict set,
 // unknown fields are an error.
 func decodeStrict(body []byte, v any, strict bool) error {
+	// encoding/json decodes null into a struct as a no-op: refuse
+	// anything but an object here.
+	if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] != '{' {
+		return newError(http.StatusBadRequest, CodeBadJSON, "the body must be one JSON object")
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if strict {
 		dec.DisallowUnknownFields()
@@ -105,11 +110,71 @@ func jsonProblem(err error) string {
 	return "malformed"
 }
 
+// validJSONText reports whether body is valid UTF-8 and holds no lone
+// surrogate escape (\ud800 without its pair), which encoding/json would
+// silently turn into U+FFFD.
+func validJSONText(body []byte) bool {
+	if !utf8.Valid(body) {
+		return false
+	}
+	for i := 0; i < len(body); i++ {
+		if body[i] != '\\' || i+1 >= len(body) {
+			continue
+		}
+		i++ // the escaped character: a backslash escapes only the next one
+		if body[i] != 'u' {
+			continue
+		}
+		r, ok := hex4(body[i+1:])
+		if !ok {
+			continue // a syntax error, left to the decoder
+		}
+		i += 4
+		switch {
+		case r >= 0xdc00 && r <= 0xdfff:
+			return false // a low surrogate without its high one
+		case r >= 0xd800 && r <= 0xdbff:
+			rest := body[i+1:]
+			if len(rest) < 6 || rest[0] != '\\' || rest[1] != 'u' {
+				return false
+			}
+			lo, ok := hex4(rest[2:])
+			if !ok || lo < 0xdc00 || lo > 0xdfff {
+				return false
+			}
+			i += 6
+		}
+	}
+	return true
+}
+
+// hex4 reads four hex digits at the start of b.
+func hex4(b []byte) (rune, bool) {
+	if len(b) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range b[:4] {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c = c - 'a' + 10
+		case c >= 'A' && c <= 'F':
+			c = c - 'A' + 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
 // decodeAsk decodes and validates the body of /v1/ask. Every error it
 // returns is an *Error with a 4xx status.
 func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	var req AskRequest
-	if !utf8.Valid(body) {
+	if !validJSONText(body) {
 		return req, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
 	}
 	if err := decodeStrict(body, &req, true); err != nil {

@@ -105,7 +105,18 @@ func (s *Server) countRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
-		s.obs.httpRequest(route, c.Request().Method, strconv.Itoa(c.Response().Status), time.Since(start))
+		s.obs.httpRequest(route, methodLabel(c.Request().Method), strconv.Itoa(c.Response().Status), time.Since(start))
 		return err
 	}
+}
+
+// methodLabel bounds the method label: a client may send any token as a
+// method, and each would otherwise add a time series for good.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "other"
 }

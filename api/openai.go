@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/labstack/echo/v4"
 
@@ -106,7 +105,7 @@ type RagfuseInfo struct {
 // it with the question: the text of the last user message.
 func decodeChat(body []byte, l limits) (chatRequest, string, error) {
 	var req chatRequest
-	if !utf8.Valid(body) {
+	if !validJSONText(body) {
 		return req, "", newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
 	}
 	if err := decodeStrict(body, &req, false); err != nil {

@@ -1,0 +1,79 @@
+package api
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestHTTPMetricsMethodLabelBounded: a client inventing HTTP methods must
+// not add a time series per method (unbounded memory, unauthenticated).
+func TestHTTPMetricsMethodLabelBounded(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for i := 0; i < 3; i++ {
+		h.do("BOGUS"+strconv.Itoa(i), "/healthz", "")
+		h.do("BOGUS"+strconv.Itoa(i), "/no/such/route", "")
+	}
+	body := h.do(http.MethodGet, "/metrics", "").Body.String()
+	if strings.Contains(body, `method="BOGUS`) {
+		t.Fatalf("client-chosen methods became label values:\n%s", body)
+	}
+	if !strings.Contains(body, `ragfuse_http_requests_total{code="405",method="other",route="/healthz"} 3`) {
+		t.Fatalf("unknown methods not counted as other:\n%s", body)
+	}
+}
+
+// TestNotAnObjectIsBadJSON: a body that is not a JSON object (null) is
+// 400 bad_json on every JSON route, not an empty question or a missing
+// breaker, and no model is called.
+func TestNotAnObjectIsBadJSON(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, path := range []string{"/v1/ask", "/v1/ask/stream", "/v1/chat/completions", "/v1/admin/breakers/trip"} {
+		for _, body := range []string{`null`, ` null `} {
+			w := h.do(http.MethodPost, path, body)
+			if w.Code != http.StatusBadRequest {
+				t.Errorf("%s %q: %d %s", path, body, w.Code, w.Body)
+				continue
+			}
+			if b := decodeError(t, w); b.Error.Code != CodeBadJSON {
+				t.Errorf("%s %q: code %s", path, body, b.Error.Code)
+			}
+		}
+	}
+	if n := h.upstreamCalls(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+}
+
+// TestLoneSurrogateIsInvalidUTF8: a lone surrogate escape cannot be
+// UTF-8; encoding/json would turn it into U+FFFD and send that to the
+// model. It is refused like invalid bytes (checkQuestion's contract).
+func TestLoneSurrogateIsInvalidUTF8(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/ask", `{"question":"refund \ud800 please"}`},
+		{"/v1/ask", `{"question":"refund \uDC00"}`},
+		{"/v1/ask", `{"question":"refund \ud800\u0041"}`},
+		{"/v1/ask/stream", `{"question":"\ud83d"}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"refund \udfff"}]}`},
+	} {
+		w := h.do(http.MethodPost, tc.path, tc.body)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, w.Code, w.Body)
+			continue
+		}
+		if b := decodeError(t, w); b.Error.Code != CodeInvalidUTF8 {
+			t.Errorf("%s %s: code %s", tc.path, tc.body, b.Error.Code)
+		}
+	}
+	if n := h.upstreamCalls(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+	// A pair, and an escaped backslash before "ud800", are fine.
+	for _, q := range []string{`"smile \ud83d\ude00"`, `"path \\ud800"`} {
+		if w := h.do(http.MethodPost, "/v1/ask", `{"question":`+q+`}`); w.Code != http.StatusOK {
+			t.Errorf("%s: %d %s", q, w.Code, w.Body)
+		}
+	}
+}
