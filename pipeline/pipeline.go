@@ -11,8 +11,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/tiers"
@@ -144,7 +142,7 @@ type Pipeline struct {
 	store       string
 	storeHealth breaker.Store
 	closers     []io.Closer
-	flights     singleflight.Group
+	flights     flightGroup
 
 	inflight sync.WaitGroup
 	closing  sync.RWMutex // Close holds it to write; the start of a question, to read

@@ -25,69 +25,94 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		return nil, err
 	}
 	key := flightKey(q.Tenant, q.Question, degraded)
-	// Identical questions in flight share one run (singleflight). A flight
-	// whose leader's caller went away ends canceled; the callers still
-	// waiting then run the question again, up to a few times, each within
-	// what is left of its own budget.
+	// Identical questions in flight share one run. The leader runs it on
+	// its own goroutine; the others wait for it, each no longer than its
+	// own context. A flight whose leader's caller went away ends canceled;
+	// the callers still waiting then run the question again, up to a few
+	// times, each within what is left of its own budget.
 	for try := 0; ; try++ {
-		var (
-			res    *Result
-			leader bool
-		)
-		if ctx.Done() == nil {
-			// The caller cannot go away: it waits for the run, or runs it
-			// on its own goroutine.
-			var v any
-			v, err, _ = p.flights.Do(key, func() (any, error) {
-				leader = true
-				return p.lead(ctx, q, degraded, start)
-			})
-			res, _ = v.(*Result)
-		} else if res, leader, err = p.askShared(ctx, key, q, degraded, start); err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		if leader {
+		f, done := p.flights.join(key)
+		if done == nil {
+			res, err := p.lead(ctx, q, degraded, start)
+			p.flights.end(key, f, res, err)
 			return res, err
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
 		}
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if isContextErr(err) && try < 2 {
+		if isContextErr(f.err) && try < 2 {
 			continue
 		}
-		return shared(res), err
+		return shared(f.res), f.err
 	}
 }
 
-// askShared asks q in the flight of key for a caller that can go away: it
-// waits for the run no longer than ctx, and the run goes on a goroutine of
-// its own. leader says whether the run was this caller's.
-func (p *Pipeline) askShared(ctx context.Context, key string, q tiers.Query, degraded bool, start time.Time) (res *Result, leader bool, err error) {
-	var led bool
-	ch := p.flights.DoChan(key, func() (any, error) {
-		led = true
-		return p.lead(ctx, q, degraded, start)
-	})
-	select {
-	case r := <-ch:
-		res, _ = r.Val.(*Result)
-		return res, led, r.Err
-	case <-ctx.Done():
-		return nil, false, ctx.Err()
+// flightGroup holds the questions in flight by flight key. It stands in
+// for golang.org/x/sync/singleflight, whose Do cannot be left by a caller
+// whose context ends, and whose DoChan puts every run on a goroutine of
+// its own: that cost a cache hit through the API 6 allocations and half
+// as much time again (BenchmarkAskCacheHit in package api).
+type flightGroup struct {
+	mu sync.Mutex
+	m  map[string]*flight
+}
+
+// flight is one run shared by the callers of one key. res and err are
+// written before done is closed.
+type flight struct {
+	done chan struct{} // made when a second caller joins
+	res  *Result
+	err  error
+}
+
+// join returns the flight of key. done is nil when the caller starts the
+// flight and must run it and end it; otherwise done is closed when the
+// flight ends.
+func (g *flightGroup) join(key string) (f *flight, done <-chan struct{}) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if f = g.m[key]; f != nil {
+		if f.done == nil {
+			f.done = make(chan struct{})
+		}
+		return f, f.done
+	}
+	if g.m == nil {
+		g.m = make(map[string]*flight)
+	}
+	f = &flight{}
+	g.m[key] = f
+	return f, nil
+}
+
+// end ends flight f of key with its run's outcome.
+func (g *flightGroup) end(key string, f *flight, res *Result, err error) {
+	g.mu.Lock()
+	f.res, f.err = res, err
+	delete(g.m, key)
+	done := f.done
+	g.mu.Unlock()
+	if done != nil {
+		close(done)
 	}
 }
 
 // lead runs q as the leader of its flight. A panic (a bug of the
-// pipeline's: the tiers' panics are caught where they are called) becomes
-// an error, as it must not end the process from a flight's own goroutine.
-func (p *Pipeline) lead(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (v any, err error) {
+// pipeline's: the tiers' panics are caught where they are called) ends the
+// question with an error, and its flight with it.
+func (p *Pipeline) lead(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (res *Result, err error) {
 	defer func() {
 		if e := recover(); e != nil {
-			v, err = (*Result)(nil), fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
+			res, err = nil, fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
 		}
 	}()
 	if !p.begin() {
-		return (*Result)(nil), ErrClosed
+		return nil, ErrClosed
 	}
 	defer p.inflight.Done()
 	return p.run(ctx, q, degraded, start)
