@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,7 +25,11 @@ func BenchmarkAskCacheHit(b *testing.B) {
 		api: func(c *Config) { c.Keys = map[string]string{"sk-bench": "bench"} }})
 	const body = `{"question":"How do I return an item?","session_id":"s-1"}`
 	send := func(handler http.Handler) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, "/v1/ask", strings.NewReader(body))
+		// A request's context ends when its client goes away, as
+		// net/http's server makes it.
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/v1/ask", strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer sk-bench")
 		req.Header.Set("Accept-Language", "en")
