@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -81,15 +82,21 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 			if e, ok := r.(error); ok && errors.Is(e, http.ErrAbortHandler) {
 				panic(r)
 			}
-			s.log.LogAttrs(c.Request().Context(), slog.LevelError, "panic recovered",
-				slog.String("request_id", requestID(c)),
-				slog.String("path", c.Path()),
-				slog.String("panic", fmt.Sprint(r)),
-				slog.String("stack", string(debug.Stack())))
+			s.logPanic(c.Request().Context(), requestID(c), c.Path(), r)
 			err = newError(http.StatusInternalServerError, CodeInternal, "internal error")
 		}()
 		return next(c)
 	}
+}
+
+// logPanic logs panic value r, recovered while serving request reqID on
+// path, with the stack.
+func (s *Server) logPanic(ctx context.Context, reqID, path string, r any) {
+	s.log.LogAttrs(ctx, slog.LevelError, "panic recovered",
+		slog.String("request_id", reqID),
+		slog.String("path", path),
+		slog.String("panic", fmt.Sprint(r)),
+		slog.String("stack", string(debug.Stack())))
 }
 
 // countRequests feeds the HTTP request counter and latency histogram.

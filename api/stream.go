@@ -3,10 +3,8 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"runtime/debug"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -50,11 +48,7 @@ func (s *Server) startPump(ctx context.Context, q tiers.Query, reqID, path strin
 		// question with an internal error instead of the process.
 		defer func() {
 			if r := recover(); r != nil {
-				s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "panic recovered",
-					slog.String("request_id", reqID),
-					slog.String("path", path),
-					slog.String("panic", fmt.Sprint(r)),
-					slog.String("stack", string(debug.Stack())))
+				s.logPanic(context.WithoutCancel(ctx), reqID, path, r)
 				res, err = nil, newError(http.StatusInternalServerError, CodeInternal, "internal error")
 			}
 			end <- streamEnd{res, err}

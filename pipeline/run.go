@@ -26,7 +26,7 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 	}
 	key := flightKey(q.Tenant, q.Question, degraded)
 	// Identical questions in flight share one run. The leader runs it on
-	// its own goroutine; the others wait for it, each no longer than its
+	// its caller's goroutine; the others wait for it, each no longer than its
 	// own context. A flight whose leader's caller went away ends canceled;
 	// the callers still waiting then run the question again, up to a few
 	// times, each within what is left of its own budget.
