@@ -17,7 +17,8 @@ import (
 // rate limit refuses q with on_limit: reject (ErrRejected), after Close
 // (ErrClosed), or when no tier answered (ErrExhausted, with the Result
 // listing the attempts), which a pipeline ending in a static tier never
-// does.
+// does. A panic in the pipeline's own code (the tiers' are caught where
+// they are called) is returned as an error with its stack, not raised.
 func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 	start := time.Now() // the budget counts from here, waits in a flight included
 	degraded, err := p.admit(ctx, q)
