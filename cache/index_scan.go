@@ -57,7 +57,9 @@ func (x *index) within(qs *[sketchWords]uint64, bound, r int) ([]int32, []uint16
 // returns the r nearest with their distances.
 func (x *index) nearest(r int, hist *histogram) ([]int32, []uint16) {
 	cand, dist := x.cand, x.dist
-	cut, atCut := len(hist)-1, len(cand)
+	// Without trimming, every candidate is kept, all of those at the last
+	// distance included.
+	cut, atCut := len(hist)-1, int(hist[len(hist)-1])
 	if len(cand) > r {
 		cut, atCut = hist.cutoff(r)
 	}
