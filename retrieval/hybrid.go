@@ -243,10 +243,15 @@ func (h *Hybrid) vectors(ctx context.Context, docs []Doc, version uint64, isCorp
 	}
 
 	keys := make([]uint64, len(docs))
+	// out is filled as vectors are found or embedded: clearing the cache of
+	// a non-corpus below must not lose the vectors of this call.
+	out := make([][]float32, len(docs))
 	var missing []int
 	for i, d := range docs {
 		keys[i] = h.key(d)
-		if _, ok := h.vecs[keys[i]]; !ok {
+		if v, ok := h.vecs[keys[i]]; ok {
+			out[i] = v
+		} else {
 			missing = append(missing, i)
 		}
 	}
@@ -268,16 +273,13 @@ func (h *Hybrid) vectors(ctx context.Context, docs []Doc, version uint64, isCorp
 		}
 		for j, i := range batch {
 			h.vecs[keys[i]] = vs[j]
+			out[i] = vs[j]
 		}
-	}
-	out := make([][]float32, len(docs))
-	for i := range docs {
-		out[i] = h.vecs[keys[i]]
 	}
 	if isCorpus { // keep only this version's vectors
 		keep := make(map[uint64][]float32, len(keys))
-		for _, k := range keys {
-			keep[k] = h.vecs[k]
+		for i, k := range keys {
+			keep[k] = out[i]
 		}
 		h.vecs, h.version, h.cur = keep, version, out
 	}
