@@ -165,7 +165,7 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) common(w http.ResponseWriter, r *http.Request, f Fault) bool {
 	switch f.Mode {
 	case ModeLatency:
-		if s.wait(r.Context(), f.Delay) {
+		if f.Delay <= 0 || s.wait(r.Context(), f.Delay) { // wait would hang on 0
 			return false // go on and answer
 		}
 		abort(w, false)
