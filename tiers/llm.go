@@ -241,8 +241,7 @@ func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletio
 		return Answer{}, &Error{Kind: KindOther, Tier: l.name, Model: c.ID, Err: errNoClient}
 	}
 	cctx, note := withNote(ctx)
-	res, err := c.Client.CreateChatCompletion(cctx,
-		openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens})
+	res, err := c.Client.CreateChatCompletion(cctx, chatRequest(c, msgs))
 	if err != nil {
 		return Answer{}, classifyCall(l.name, c.ID, err, ctx.Err(), note.retryAfter)
 	}
@@ -259,6 +258,18 @@ func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletio
 		return Answer{}, &Error{Kind: KindEmpty, Tier: l.name, Model: c.ID, Usage: u, Err: errNoContent}
 	}
 	return Answer{Text: text, Source: l.source, Model: c.ID, Usage: u}, nil
+}
+
+// chatRequest returns the chat completion request for c. The cap goes as
+// max_tokens, which every OpenAI-compatible endpoint knows, except to the
+// models go-openai refuses it for (o1, o3, o4, gpt-5…): to those it goes
+// as max_completion_tokens.
+func chatRequest(c Candidate, msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
+	req := openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens}
+	if c.MaxTokens > 0 && errors.Is(openai.NewReasoningValidator().Validate(req), openai.ErrReasoningModelMaxTokensDeprecated) {
+		req.MaxTokens, req.MaxCompletionTokens = 0, c.MaxTokens
+	}
+	return req
 }
 
 var (

@@ -92,14 +92,15 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 
 // parseRetryAfter reads a Retry-After header given in seconds or as an
 // HTTP date; a date is taken relative to the response's Date header, so
-// no local clock is involved. It returns 0 when absent or unreadable.
+// no local clock is involved, or to the time of receipt when the response
+// has no readable Date (RFC 9110). It returns 0 when absent or unreadable.
 func parseRetryAfter(h http.Header) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs <= 0 || secs > 24*3600 {
+		if !(secs > 0 && secs <= 24*3600) { // NaN too
 			return 0
 		}
 		return time.Duration(secs * float64(time.Second))
@@ -110,7 +111,7 @@ func parseRetryAfter(h http.Header) time.Duration {
 	}
 	now, err := http.ParseTime(h.Get("Date"))
 	if err != nil {
-		return 0
+		now = time.Now()
 	}
 	if d := at.Sub(now); d > 0 && d <= 24*time.Hour {
 		return d
@@ -135,12 +136,15 @@ func classifyCall(tier, model string, err, ctxErr error, retryAfter time.Duratio
 		e.Kind = KindCanceled
 	case ctxErr != nil || errors.Is(err, context.DeadlineExceeded):
 		e.Kind = KindTimeout
+	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
+		// An error body go-openai could not fully decode: the status is
+		// the RequestError's (an APIError it wraps has none), the codes
+		// are read leniently from the body.
+		e.Status = reqErr.HTTPStatusCode
+		e.Kind = kindOfStatus(reqErr.HTTPStatusCode, bodyErrorCodes(reqErr.Body))
 	case errors.As(err, &apiErr):
 		e.Status = apiErr.HTTPStatusCode
 		e.Kind = kindOfStatus(apiErr.HTTPStatusCode, apiErrorCodes(apiErr))
-	case errors.As(err, &reqErr) && reqErr.HTTPStatusCode != 0:
-		e.Status = reqErr.HTTPStatusCode
-		e.Kind = kindOfStatus(reqErr.HTTPStatusCode, nil)
 	case errors.As(err, &synErr), errors.As(err, &typErr):
 		e.Kind = KindMalformed
 	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
@@ -175,6 +179,33 @@ func apiErrorCodes(e *openai.APIError) []string {
 	}
 	if e.InnerError != nil && e.InnerError.Code != "" {
 		codes = append(codes, strings.ToLower(e.InnerError.Code))
+	}
+	return codes
+}
+
+// bodyErrorCodes returns the codes and type of an error body that did not
+// decode as an APIError, read leniently, lower case.
+func bodyErrorCodes(body []byte) []string {
+	var r struct {
+		Error struct {
+			Code       any `json:"code"`
+			Type       any `json:"type"`
+			InnerError struct {
+				Code any `json:"code"`
+			} `json:"innererror"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &r) // keeps what decoded
+	var codes []string
+	for _, v := range []any{r.Error.Code, r.Error.Type, r.Error.InnerError.Code} {
+		switch c := v.(type) {
+		case string:
+			if c != "" {
+				codes = append(codes, strings.ToLower(c))
+			}
+		case float64:
+			codes = append(codes, strconv.FormatFloat(c, 'f', -1, 64))
+		}
 	}
 	return codes
 }

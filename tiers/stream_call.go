@@ -142,9 +142,9 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 	dog := startWatchdog(cancel, r.FirstTokenTimeout, r.StallTimeout)
 	defer dog.stop()
 	nctx, note := withNote(sctx)
-	stream, err := c.Client.CreateChatCompletionStream(nctx,
-		openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens,
-			StreamOptions: &openai.StreamOptions{IncludeUsage: true}})
+	req := chatRequest(c, msgs)
+	req.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	stream, err := c.Client.CreateChatCompletionStream(nctx, req)
 	if err != nil {
 		return Answer{}, l.streamError(ctx, sctx, c, err, note.retryAfter)
 	}
