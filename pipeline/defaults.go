@@ -26,16 +26,27 @@ var defaultTimeouts = map[string]time.Duration{
 	KindStatic:        100 * time.Millisecond,
 }
 
+// DefaultQueueTimeout is how long a call may wait in a configured
+// bulkhead's queue when bulkhead.queue_timeout is not set.
+const DefaultQueueTimeout = 2 * time.Second
+
 // Defaults fills the zero fields of c with their documented defaults. It
-// leaves set values alone, even bad ones: Validate reports those.
+// leaves set values alone, even bad ones: Validate reports those. The
+// models map and the tiers slice are replaced by filled copies, so a
+// Config shared with other goroutines (Build's caller's) is not written.
 func (c *Config) Defaults() {
 	c.Server.Defaults()
-	for id, m := range c.Models {
-		setIfZero(&m.Model, id)
-		setIfZero(&m.MaxTokens, 512)
-		setIfZero(&m.Cooldown, DefaultCooldown)
-		c.Models[id] = m
+	if c.Models != nil {
+		models := make(map[string]ModelConfig, len(c.Models))
+		for id, m := range c.Models {
+			setIfZero(&m.Model, id)
+			setIfZero(&m.MaxTokens, 512)
+			setIfZero(&m.Cooldown, DefaultCooldown)
+			models[id] = m
+		}
+		c.Models = models
 	}
+	c.Tiers = slices.Clone(c.Tiers)
 	setIfZero(&c.Redis.Prefix, "ragfuse")
 	rl := &c.RateLimit
 	setIfZero(&rl.OnLimit, OnLimitDegrade)
@@ -49,6 +60,11 @@ func (c *Config) Defaults() {
 	for i := range c.Tiers {
 		t := &c.Tiers[i]
 		setIfZero(&t.Timeout, defaultTimeouts[t.Kind])
+		if t.Bulkhead != nil {
+			b := *t.Bulkhead // not the caller's: Build gets its Config by value
+			setIfZero(&b.QueueTimeout, DefaultQueueTimeout)
+			t.Bulkhead = &b
+		}
 		switch t.Kind {
 		case KindLLM:
 			if llms == 0 {
@@ -108,6 +124,7 @@ func (c *Config) Validate() error {
 	for i, k := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
 		v.check(k.KeyEnv != "", p+".key_env", "is required")
+		v.check(k.KeyEnv == "" || envName(k.KeyEnv), p+".key_env", notEnvName)
 		v.check(k.Tenant != "", p+".tenant", "is required")
 	}
 	for _, id := range sortedKeys(c.Models) {
@@ -116,6 +133,7 @@ func (c *Config) Validate() error {
 		v.check(m.BaseURL != "", p+".base_url", "is required")
 		v.check(m.BaseURL == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "",
 			p+".base_url", "must be an http or https URL")
+		v.check(m.APIKeyEnv == "" || envName(m.APIKeyEnv), p+".api_key_env", notEnvName)
 		v.check(m.MaxTokens > 0, p+".max_tokens", "must be > 0")
 		v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
 	}
@@ -124,6 +142,7 @@ func (c *Config) Validate() error {
 	v.check(rl.TenantRPS >= 0, "rate_limit.tenant_rps", "must be >= 0")
 	v.check(rl.GlobalBurst >= 0, "rate_limit.global_burst", "must be >= 0")
 	v.check(rl.TenantBurst >= 0, "rate_limit.tenant_burst", "must be >= 0")
+	v.check(c.Redis.OpTimeout >= 0, "redis.op_timeout", "must be >= 0")
 	v.check(rl.OnLimit == OnLimitDegrade || rl.OnLimit == OnLimitReject, "rate_limit.on_limit", `must be "degrade" or "reject"`)
 	v.check(len(c.Tiers) > 0, "tiers", "at least one tier is required")
 	names := map[string]bool{}
@@ -198,12 +217,30 @@ func (c *Config) CheckEnv(getenv func(string) string) error {
 	getenv = orGetenv(getenv)
 	var v validator
 	for _, id := range sortedKeys(c.Models) {
-		if name := c.Models[id].APIKeyEnv; name != "" {
+		// A value that is no variable name (Validate refuses it) may be
+		// the key itself: it must not reach an error or a log.
+		if name := c.Models[id].APIKeyEnv; name != "" && envName(name) {
 			v.check(getenv(name) != "", "models."+id+".api_key_env",
 				fmt.Sprintf("environment variable %s is not set", name))
 		}
 	}
 	return v.err()
+}
+
+// notEnvName is the error of a key_env or api_key_env that is not a
+// variable name. It does not repeat the value, which may be a key pasted
+// in by mistake.
+const notEnvName = "must be the name of an environment variable (letters, digits, _), not the key itself"
+
+// envName reports whether s looks like an environment variable name:
+// letters, digits and underscores, not starting with a digit.
+func envName(s string) bool {
+	for i, r := range s {
+		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // validator collects field errors.
