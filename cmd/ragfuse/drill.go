@@ -23,7 +23,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *scenario == "" || *out == "" || *speed <= 0 {
+	if *scenario == "" || *out == "" || !(*speed > 0) { // !(> 0) refuses NaN too
 		fmt.Fprintln(e.stderr, "--scenario and --out are required, and --speed must be positive")
 		fs.Usage()
 		return errUsage
