@@ -101,28 +101,17 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ok"})
 }
 
-// readyz serves GET /readyz: ready when the pipeline is built, its
-// knowledge base (if it has one) is loaded, and shutdown has not begun.
+// readyz serves GET /readyz: ready when the pipeline is built and
+// shutdown has not begun. A pipeline's knowledge base, if it has one, is
+// loaded before the pipeline exists (pipeline.Status reports Loaded
+// exactly when there is one), so a pipeline without one (a retrieval tier
+// over the application's own retriever, or none) is ready too.
 func (s *Server) readyz(c echo.Context) error {
 	if s.draining.Load() {
 		return newError(http.StatusServiceUnavailable, CodeUnavailable, "shutting down")
 	}
-	st := s.p.Status()
-	kb := st.KnowledgeBase
-	if !kb.Loaded && hasRetrieval(st) {
-		return newError(http.StatusServiceUnavailable, CodeUnavailable, "knowledge base not loaded")
-	}
+	kb := s.p.Status().KnowledgeBase
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "knowledge_base_version": kb.Version})
-}
-
-// hasRetrieval reports whether a tier answers from the knowledge base.
-func hasRetrieval(st pipeline.Status) bool {
-	for _, t := range st.Tiers {
-		if t.Source == string(tiers.SourceRetrieval) {
-			return true
-		}
-	}
-	return false
 }
 
 // reload serves POST /v1/admin/reload: reread the knowledge base.
@@ -165,15 +154,31 @@ func (s *Server) breakerFromBody(c echo.Context) (*breaker.Breaker, error) {
 
 // tripBreaker serves POST /v1/admin/breakers/trip: force a breaker open
 // for its open duration, taking a tier or model out of the chain (after
-// which it probes and recovers as usual).
+// which it probes and recovers as usual). A static tier's breaker is
+// refused (400 bad_request): that tier is the answer of last resort.
 func (s *Server) tripBreaker(c echo.Context) error {
 	b, err := s.breakerFromBody(c)
 	if err != nil {
 		return err
 	}
+	if s.guardsStaticTier(b.Name()) {
+		return newError(http.StatusBadRequest, CodeBadRequest,
+			"the static tier is the answer of last resort; its breaker cannot be tripped")
+	}
 	b.Trip()
 	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "request_id", requestID(c))
 	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
+}
+
+// guardsStaticTier reports whether name is the breaker of a static tier,
+// which must stay in the chain so that a question always gets an answer.
+func (s *Server) guardsStaticTier(name string) bool {
+	for _, t := range s.p.Status().Tiers {
+		if t.Source == string(tiers.SourceStatic) && name == "tier/"+t.Name {
+			return true
+		}
+	}
+	return false
 }
 
 // resetBreaker serves POST /v1/admin/breakers/reset: force a breaker
