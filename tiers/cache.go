@@ -109,7 +109,8 @@ func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
 }
 
 // Remember writes a back to the cache when it qualifies: its source is in
-// StoreFrom, it is complete (not Interrupted, not empty), and the
+// StoreFrom, it is complete (not Interrupted, not empty), it was not made
+// after the question's retrieval failed (its Memo remembers that), and the
 // knowledge base has not changed since the question started: since the
 // version its Memo holds (the pipeline takes it when the question starts),
 // else since the question reached Answer. A question that carries no
@@ -118,6 +119,9 @@ func (s *SemanticCache) Remember(ctx context.Context, q Query, a Answer) {
 	if s.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
 		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(s.cfg.StoreFrom, a.Source) {
 		return
+	}
+	if q.Memo.retrievalFailed() {
+		return // made without the documents it needed: the retrieval failed
 	}
 	kb := s.cfg.KBVersion()
 	if q.Memo.KBVersion(s.cfg.KBVersion) != kb {

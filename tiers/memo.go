@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/retrieval"
@@ -25,9 +26,11 @@ type Memo struct {
 	vec     []float32
 	embErr  error
 
-	docsOnce sync.Once
-	docs     []retrieval.Doc
-	docsErr  error
+	docsMu     sync.Mutex // held while retrieving, like a sync.Once
+	docsDone   bool       // the retriever was asked
+	docs       []retrieval.Doc
+	docsErr    error
+	docsFailed atomic.Bool // docsErr != nil, readable without docsMu
 
 	kbOnce sync.Once
 	kb     uint64
@@ -62,23 +65,36 @@ func (m *Memo) Embedding(ctx context.Context, e cache.Embedder, question string)
 }
 
 // Docs returns the k documents most relevant to question from r, retrieving
-// max(k, m.K) on first use. With a nil m it always calls r.
+// max(k, m.K) on first use. With a nil m it always calls r. If ctx ends
+// before r is asked (the embedding took the caller's time), nothing is
+// remembered and a later call retrieves.
 func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string, k int) ([]retrieval.Doc, error) {
 	if m == nil {
 		return r.Retrieve(ctx, question, k)
 	}
-	m.docsOnce.Do(func() {
+	m.docsMu.Lock()
+	defer m.docsMu.Unlock()
+	if !m.docsDone {
 		n := max(k, m.K)
-		if vr, ok := r.(retrieval.VectorRetriever); ok && m.Embedder != nil {
-			vec, err := m.Embedding(ctx, m.Embedder, question)
-			if err != nil {
+		vr, ok := r.(retrieval.VectorRetriever)
+		var vec []float32
+		if ok && m.Embedder != nil {
+			var err error
+			if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
 				vec = retrieval.NoVector // rank lexically; do not embed again
 			}
-			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
-			return
 		}
-		m.docs, m.docsErr = r.Retrieve(ctx, question, n)
-	})
+		if err := ctx.Err(); err != nil {
+			return nil, err // the retriever was not asked: not a failed retrieval
+		}
+		if ok && m.Embedder != nil {
+			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
+		} else {
+			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
+		}
+		m.docsDone = true
+		m.docsFailed.Store(m.docsErr != nil)
+	}
 	if m.docsErr != nil {
 		return nil, m.docsErr
 	}
@@ -86,6 +102,12 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 		return m.docs[:k], nil
 	}
 	return m.docs, nil
+}
+
+// retrievalFailed reports whether the question's retrieval was tried and
+// failed, so that an answer made without its documents is not cached.
+func (m *Memo) retrievalFailed() bool {
+	return m != nil && m.docsFailed.Load()
 }
 
 func embedOne(ctx context.Context, e cache.Embedder, text string) ([]float32, error) {
