@@ -27,7 +27,8 @@ func newBulkhead(c BulkheadConfig) *bulkhead {
 
 // acquire takes a slot, waiting in the queue if there is room, until the
 // queue timeout or ctx is done. It reports whether a slot was taken; the
-// caller must then call release.
+// caller must then call release, and otherwise reject if the bulkhead
+// turned the call away (not when the caller went away).
 func (b *bulkhead) acquire(ctx context.Context) bool {
 	select {
 	case b.sem <- struct{}{}:
@@ -36,7 +37,6 @@ func (b *bulkhead) acquire(ctx context.Context) bool {
 	}
 	if b.queued.Add(1) > b.maxQueue || b.queueTimeout <= 0 {
 		b.queued.Add(-1)
-		b.rejected.Add(1)
 		return false
 	}
 	defer b.queued.Add(-1)
@@ -48,11 +48,13 @@ func (b *bulkhead) acquire(ctx context.Context) bool {
 	case <-t.C:
 	case <-ctx.Done():
 	}
-	b.rejected.Add(1)
 	return false
 }
 
 func (b *bulkhead) release() { <-b.sem }
+
+// reject counts a call the bulkhead turned away.
+func (b *bulkhead) reject() { b.rejected.Add(1) }
 
 // BulkheadStatus is one tier's bulkhead at one moment.
 type BulkheadStatus struct {

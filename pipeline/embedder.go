@@ -37,6 +37,24 @@ var _ cache.Embedder = (*guardedEmbedder)(nil)
 // Embed embeds texts unless the model is cooling down or its breaker is
 // open; those skips are *tiers.Error of KindUnavailable.
 func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return g.embed(ctx, ctx, texts)
+}
+
+// callerEmbedder is the guarded embedder as one run calls it: it knows the
+// run's caller, so that an embedding cut short because the caller went
+// away (its context ended or its deadline passed) is not held against the
+// model, as in Pipeline.try. It lives in the run, allocated with it.
+type callerEmbedder struct {
+	g      *guardedEmbedder
+	caller context.Context
+}
+
+func (c *callerEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	return c.g.embed(ctx, c.caller, texts)
+}
+
+// embed is Embed for a call made on behalf of caller.
+func (g *guardedEmbedder) embed(ctx, caller context.Context, texts []string) ([][]float32, error) {
 	if g.p.cool.active(g.id, g.p.clock.Now) {
 		return nil, &tiers.Error{Kind: tiers.KindUnavailable, Tier: "embedding", Model: g.id, Err: errEmbedderCooling}
 	}
@@ -52,7 +70,11 @@ func (g *guardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float3
 		return vs, nil
 	}
 	te := tiers.ClassifyEmbedding(g.id, err, ctx.Err(), retryAfter())
-	permit.Report(outcomeOf(te.Kind), time.Since(t0)) // a caller gone away is ignored
+	kind := te.Kind
+	if callerGone(caller) {
+		kind = tiers.KindCanceled // the caller went away: not the model's fault
+	}
+	permit.Report(outcomeOf(kind), time.Since(t0))
 	if te.Kind == tiers.KindRateLimited {
 		g.p.coolDown(g.id, te, g.cooldown)
 	}

@@ -49,7 +49,12 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		if isContextErr(f.err) && try < 2 {
 			continue
 		}
-		return shared(f.res), f.err
+		res := shared(f.res)
+		if f.err == nil && res != nil {
+			// This question was answered too, by the flight's run.
+			p.emit(Event{Kind: EventAnswered, Tenant: q.Tenant, Tier: string(res.Source), Result: res})
+		}
+		return res, f.err
 	}
 }
 
@@ -169,10 +174,11 @@ type run struct {
 	cand     candidateCall // the candidate call under way, if any
 	release  func(error, tiers.Usage)
 
-	// Allocated with the run: the question's Memo and the context that
-	// carries the run as the candidates' guard.
+	// Allocated with the run: the question's Memo, the context that
+	// carries the run as the candidates' guard and the Memo's embedder.
 	memo tiers.Memo
 	gctx tiers.GuardContext
+	emb  callerEmbedder // the Memo's embedder when it is guarded
 }
 
 var _ tiers.CandidateGuard = (*run)(nil)
@@ -239,6 +245,10 @@ func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Con
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
 		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
+		if g, ok := p.embedder.(*guardedEmbedder); ok {
+			r.emb = callerEmbedder{g: g, caller: ctx}
+			r.memo.Embedder = &r.emb
+		}
 		q.Memo = &r.memo
 	}
 	if p.kb != nil {
@@ -302,6 +312,13 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 	if s.bulk != nil {
 		if !s.bulk.acquire(tctx) {
 			permit.Done(breaker.Ignored)
+			if callerGone(ctx) {
+				// The caller went away while queued: the bulkhead did not
+				// turn it away.
+				r.record(Attempt{Tier: s.name, Outcome: string(tiers.KindCanceled), Duration: time.Since(t0)})
+				return a, nil, false
+			}
+			s.bulk.reject()
 			p.emit(Event{Kind: EventBulkheadRejected, Tenant: r.tenant, Tier: s.name})
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeBulkheadFull})
 			return a, nil, false
@@ -380,15 +397,39 @@ func (p *Pipeline) answered(ctx context.Context, r *run, q tiers.Query, a tiers.
 		Attempts: r.attempts,
 	}
 	if remember && !a.Interrupted {
-		for _, s := range p.stages {
-			if rm, ok := s.Tier.(tiers.Rememberer); ok {
-				rm.Remember(ctx, q, a)
-			}
-		}
+		p.remember(ctx, q, a, start)
 	}
 	res.Duration = time.Since(start)
 	p.emit(Event{Kind: EventAnswered, Tenant: q.Tenant, Tier: string(a.Source), Result: res})
 	return res
+}
+
+// remember offers a to the caches (the tiers.Rememberer stages) within
+// what is left of the question's budget: a write-back that has to embed
+// the question (the cache tier was skipped) must not hold the answer past
+// the request's deadline, and with no time left nothing is written back.
+// An answer from a cache, which is not written back, is offered as it is.
+func (p *Pipeline) remember(ctx context.Context, q tiers.Query, a tiers.Answer, start time.Time) {
+	var rctx context.Context
+	for _, s := range p.stages {
+		rm, ok := s.Tier.(tiers.Rememberer)
+		if !ok {
+			continue
+		}
+		if rctx == nil {
+			rctx = ctx
+			if a.Source != tiers.SourceCache && a.Source != tiers.SourceStaleCache {
+				deadline := p.newBudget(ctx, start).deadline
+				if !time.Now().Before(deadline) {
+					return
+				}
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithDeadline(ctx, deadline)
+				defer cancel()
+			}
+		}
+		rm.Remember(rctx, q, a)
+	}
 }
 
 // Acquire implements tiers.CandidateGuard for the LLM tiers of the run:

@@ -105,6 +105,7 @@ var InterruptedNote = map[string]string{
 // as Ask otherwise; it sends no event when it returns an error.
 // Identical streamed questions do not share a run (no singleflight).
 func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (*Result, error) {
+	start := time.Now() // the budget counts from here, admission included, as in Ask
 	degraded, err := p.admit(ctx, q)
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEven
 	}
 	defer p.inflight.Done()
 	sr := &streamRun{p: p, q: q, fn: fn}
-	return sr.run(ctx, degraded)
+	return sr.run(ctx, degraded, start)
 }
 
 // streamRun is one streamed question.
@@ -139,9 +140,8 @@ func (sr *streamRun) send(e StreamEvent) error {
 	return sr.err
 }
 
-func (sr *streamRun) run(ctx context.Context, degraded bool) (*Result, error) {
+func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*Result, error) {
 	p := sr.p
-	start := time.Now()
 	b := p.newBudget(ctx, start)
 	r, gctx, q := p.newRun(ctx, sr.q)
 	sr.q = q

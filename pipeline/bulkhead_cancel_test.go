@@ -1,0 +1,66 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// TestBulkheadCallerLeavesQueue: a caller that goes away while waiting in
+// a bulkhead's queue was not turned away by the bulkhead: no
+// EventBulkheadRejected, no rejection in Status, no bulkhead_full attempt;
+// the queue slot is given back.
+func TestBulkheadCallerLeavesQueue(t *testing.T) {
+	release := make(chan struct{})
+	entered := make(chan struct{}, 1)
+	slow := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		entered <- struct{}{}
+		<-release
+		return tiers.Answer{Text: "slow"}, nil
+	})
+	rec := &recorder{}
+	p, _ := newTestPipeline(t, Options{Observer: rec, RequestTimeout: time.Minute, Tiers: []Stage{
+		{Tier: slow, Bulkhead: &BulkheadConfig{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: time.Minute}},
+		{Tier: tier("static", tiers.SourceStatic, answers("sorry"))}}})
+
+	var wg sync.WaitGroup
+	wg.Go(func() { ask(t, p, "first") })
+	<-entered
+
+	ctx, cancel := context.WithCancel(context.Background())
+	errc := make(chan error, 1)
+	go func() {
+		_, err := p.Ask(ctx, tiers.Query{Tenant: "acme", Question: "second"})
+		errc <- err
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Status().Bulkheads[0].Queued != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second question never queued")
+		}
+		runtime.Gosched()
+	}
+	cancel()
+	if err := <-errc; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Ask = %v, want context.Canceled", err)
+	}
+	close(release)
+	wg.Wait()
+
+	if ev := rec.kinds(EventBulkheadRejected); len(ev) != 0 {
+		t.Errorf("a caller leaving the queue was reported as a bulkhead rejection: %+v", ev)
+	}
+	for _, e := range rec.kinds(EventAttempt) {
+		if e.Attempt.Outcome == OutcomeBulkheadFull {
+			t.Errorf("attempt %+v: the caller left, the bulkhead was not full past its queue timeout", e.Attempt)
+		}
+	}
+	if st := p.Status().Bulkheads[0]; st.Rejected != 0 || st.Queued != 0 || st.InFlight != 0 {
+		t.Errorf("status = %+v, want nothing rejected, queued or in flight", st)
+	}
+}
