@@ -125,7 +125,7 @@ func (c Config) WithDefaults() Config {
 	if !(c.OpenBackoff > 1) {
 		c.OpenBackoff = 1
 	}
-	if c.MaxOpenDuration <= 0 {
+	if c.MaxOpenDuration == 0 {
 		c.MaxOpenDuration = scale(c.OpenDuration, 10, math.MaxInt64)
 	}
 	c.MaxOpenDuration = max(c.MaxOpenDuration, c.OpenDuration)
