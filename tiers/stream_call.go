@@ -53,6 +53,20 @@ func (w *watchdog) text() {
 	}
 }
 
+// pause stops the stall timer while the receiver takes text, and resume
+// starts it over: time spent in Emit is no gap of the stream.
+func (w *watchdog) pause() {
+	if w.armed {
+		w.t.Stop()
+	}
+}
+
+func (w *watchdog) resume() {
+	if w.armed {
+		w.t.Reset(w.stall)
+	}
+}
+
 func (w *watchdog) stop() {
 	if w.t != nil {
 		w.t.Stop()
@@ -63,6 +77,7 @@ func (w *watchdog) stop() {
 type streamState struct {
 	r         StreamRequest
 	model     string
+	dog       *watchdog       // nil: none
 	text      strings.Builder // all text received
 	sent      int             // bytes of text already handed to Emit
 	committed bool
@@ -110,6 +125,10 @@ func (s *streamState) flush() error {
 	if s.r.Emit == nil {
 		return nil
 	}
+	if s.dog != nil {
+		s.dog.pause()
+		defer s.dog.resume()
+	}
 	if err := s.r.Emit(Delta{Model: s.model, Text: piece}); err != nil {
 		return &emitError{err}
 	}
@@ -149,7 +168,7 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 		return Answer{}, l.streamError(ctx, sctx, c, err, note.retryAfter)
 	}
 	defer stream.Close() // closes the connection at once, also when the caller went away
-	s := &streamState{r: r, model: c.ID}
+	s := &streamState{r: r, model: c.ID, dog: dog}
 	recv := stream.Recv
 	var rd *heldReader
 	if r.CommitAfterDuration > 0 {
