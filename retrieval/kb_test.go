@@ -196,3 +196,27 @@ func write(t *testing.T, path, data string) {
 		t.Fatal(err)
 	}
 }
+
+// TestOpenFSJSONLLineAtLimit: a JSON Lines line may be as long as a
+// Markdown file, 1 MiB (1<<20 bytes, not counting its line end); one byte
+// more is refused with the line's number.
+func TestOpenFSJSONLLineAtLimit(t *testing.T) {
+	line := func(n int) string {
+		head, tail := `{"id":"big","text":"`, `"}`
+		return head + strings.Repeat("x", n-len(head)-len(tail)) + tail
+	}
+	for _, end := range []string{"\n", "\r\n", ""} {
+		files := fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x"}` + "\n" + line(1<<20) + end)}}
+		kb, err := retrieval.OpenFS(files, ".")
+		if err != nil {
+			t.Fatalf("line of 1<<20 bytes ending in %q: %v", end, err)
+		}
+		if kb.Len() != 2 {
+			t.Errorf("Len = %d, want 2", kb.Len())
+		}
+	}
+	files := fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x"}` + "\n" + line(1<<20+1) + "\n")}}
+	if _, err := retrieval.OpenFS(files, "."); err == nil || !strings.Contains(err.Error(), "d.jsonl:2: line longer than") {
+		t.Errorf("line of 1<<20+1 bytes: error %v, want d.jsonl:2: line longer than …", err)
+	}
+}

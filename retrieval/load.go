@@ -240,10 +240,13 @@ func loadJSONL(fsys fs.FS, p, file string, add func(file string, line int, d Doc
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64*1024), maxFileBytes)
+	sc.Buffer(make([]byte, 0, 64*1024), maxFileBytes+len("\r\n")) // room for the line end
 	line := 0
 	for sc.Scan() {
 		line++
+		if len(sc.Bytes()) > maxFileBytes {
+			return &LoadError{File: file, Line: line, Err: fmt.Errorf("line longer than %d bytes", maxFileBytes)}
+		}
 		b := bytes.TrimSpace(sc.Bytes())
 		if line == 1 {
 			b = bytes.TrimPrefix(b, []byte("\xef\xbb\xbf"))

@@ -203,10 +203,11 @@ really sure kind long
 `))
 
 // hanStop holds characters dropped as unigrams (they still form bigrams):
-// particles, pronouns and question words that say nothing about the topic.
+// particles, pronouns and question words that say nothing about the topic
+// (办 is the 办 of 怎么办; 办理 still counts as a bigram).
 var hanStop = func() map[rune]bool {
 	m := make(map[rune]bool)
-	for _, r := range "的了吗呢吧啊呀么是在我你您他她它们这那和与及或也都就要会能可以把被给让有怎什哪个一之如何为些" {
+	for _, r := range "的了吗呢吧啊呀么是在我你您他她它们这那和与及或也都就要会能可以把被给让有怎什哪个一之如何为些办" {
 		m[r] = true
 	}
 	return m
