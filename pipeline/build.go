@@ -170,10 +170,22 @@ func (b *builder) embedder() error {
 		break
 	}
 	if b.emb != nil && b.kb != nil {
-		b.ret = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: b.kb, Embedder: b.emb})
+		hc := retrieval.HybridConfig{Lexical: b.kb, Embedder: b.emb}
+		if b.embID == "" {
+			hc.MinSimilarity = hashMinSimilarity
+		}
+		b.ret = retrieval.NewHybrid(hc)
 	}
 	return nil
 }
+
+// hashMinSimilarity is the similarity a document needs to enter a
+// question's results through the hash embedder alone. Hash vectors weigh
+// words, so a document that shares no word with the question comes near
+// it only through bucket collisions ("hello" near three invoice articles
+// at 0.55): with the hash embedder, vectors re-rank what the keyword
+// index finds, and only a near-duplicate enters on its own.
+const hashMinSimilarity = 0.99
 
 // tier builds tiers[i].
 func (b *builder) tier(i int, tc TierConfig) (tiers.Tier, error) {

@@ -42,7 +42,10 @@
 // The rule is deterministic and depends only on the question and the
 // documents; a negative MinCoverage turns it off. Hybrid applies the same
 // idea on its vector side: a document reached by vector search alone
-// needs HybridConfig.MinSimilarity (default 0.3).
+// needs HybridConfig.MinSimilarity (default 0.3). Pipelines built from a
+// configuration whose embedder is "hash" set it to 0.99: hash vectors
+// bring a document that shares no word with the question near it only
+// through bucket collisions, so there they re-rank the keyword hits.
 //
 // KnowledgeBase loads Markdown articles with front matter and JSON Lines
 // files (see OpenFS), indexes them and serves Retrieve from an immutable
