@@ -44,7 +44,8 @@ type Config struct {
 	// DemoModels lists the models GET /v1/demo/faults reports.
 	DemoModels []string
 	// StreamHeartbeat is how often a streamed answer with nothing to send
-	// writes a ": ping" comment; default DefaultStreamHeartbeat.
+	// writes a ": ping" comment (a blank line on /v1/chat/completions);
+	// default DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
 }
 

@@ -90,6 +90,9 @@ type streamWriter struct {
 	rc      *http.ResponseController
 	started bool
 	source  tiers.Source // set before start: sent as X-Ragfuse-Source when known
+	// keepalive is the heartbeat sent while nothing else is; nil means a
+	// ": ping" comment.
+	keepalive []byte
 }
 
 func newStreamWriter(c echo.Context) *streamWriter {
@@ -140,7 +143,12 @@ func (w *streamWriter) event(name string, v any) error {
 	return w.write(buf)
 }
 
-func (w *streamWriter) ping() error { return w.write([]byte(": ping\n\n")) }
+func (w *streamWriter) ping() error {
+	if w.keepalive != nil {
+		return w.write(w.keepalive)
+	}
+	return w.write([]byte(": ping\n\n"))
+}
 
 // streamSink receives a streamed question's events, shaped for one wire
 // format (ragfuse's SSE or OpenAI's chunks). An error means the client is

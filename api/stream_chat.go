@@ -46,6 +46,10 @@ type ChunkRagfuseInfo struct {
 // chatStream answers a chat completion request with stream: true.
 func (s *Server) chatStream(c echo.Context, req chatRequest, q tiers.Query) error {
 	w := newStreamWriter(c)
+	// The heartbeat is a blank line, not a ": ping" comment: go-openai
+	// keeps every non-data line and prepends it to a later in-stream
+	// error, which it then cannot decode as an API error.
+	w.keepalive = []byte("\n")
 	model := req.Model
 	if model == "" {
 		model = "ragfuse"
