@@ -100,3 +100,21 @@ func TestBulkheadQueueTimeoutDefault(t *testing.T) {
 		t.Fatalf("bulkhead queue timeout %v, want 2s", got)
 	}
 }
+
+// TestConfigErrorHidesURLPassword: a URL written where a mapping belongs
+// is quoted in the error without its user information; other values are
+// quoted as they are.
+func TestConfigErrorHidesURLPassword(t *testing.T) {
+	for body, want := range map[string]string{
+		`redis: "redis://:hunter2@10.0.0.5:6379/0"`:             `"redis://***@10.0.0.5:6379/0"`,
+		`models: {m: "https://bob:p@ss@api.example/v1"}`:        `"https://***@api.example/v1"`,
+		`redis: "https://api.example/v1/users/@me"`:             `"https://api.example/v1/users/@me"`,
+		`redis: "rediss://:0123456789abcdefghij0123456789@h:1"`: `"rediss://***@h:1"`,
+	} {
+		_, err := ParseConfig([]byte(body + "\ntiers: [{name: s, kind: static}]\n"))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") ||
+			strings.Contains(err.Error(), ":p@ss") || strings.Contains(err.Error(), "0123456789") {
+			t.Errorf("%s: err = %v, want it to quote %s", body, err, want)
+		}
+	}
+}

@@ -204,9 +204,30 @@ func show(n *yaml.Node) string {
 	if n.Kind != yaml.ScalarNode {
 		return "a " + nodeKind(n)
 	}
-	v := n.Value
+	v := hideUserinfo(n.Value)
 	if len(v) > 40 {
 		v = v[:40] + "…"
 	}
 	return fmt.Sprintf("%q", v)
+}
+
+// hideUserinfo replaces the user information of a URL in v
+// (redis://:password@host, https://user:pass@host) with "***": a value
+// quoted in an error (a URL written where a mapping belongs) must not
+// show a password.
+func hideUserinfo(v string) string {
+	i := strings.Index(v, "://")
+	if i < 0 {
+		return v
+	}
+	rest := v[i+3:]
+	host := rest
+	if j := strings.IndexAny(rest, "/?#"); j >= 0 {
+		host = rest[:j]
+	}
+	at := strings.LastIndex(host, "@")
+	if at < 0 {
+		return v
+	}
+	return v[:i+3] + "***" + rest[at:]
 }
