@@ -255,7 +255,7 @@ func (b *builder) cacheTier(i int, tc TierConfig) (tiers.Tier, error) {
 	if tc.Kind == KindStaleCache {
 		return tiers.NewStaleCache(tiers.StaleCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb, KBVersion: version}), nil
 	}
-	var from []tiers.Source
+	from := make([]tiers.Source, 0, len(tc.StoreFrom)) // not nil: store_from: [] stores nothing
 	for _, s := range tc.StoreFrom {
 		from = append(from, tiers.Source(s))
 	}
