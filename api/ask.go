@@ -101,7 +101,7 @@ func (s *Server) run(c echo.Context, q tiers.Query) (*pipeline.Result, error) {
 	return res, nil
 }
 
-// attemptSummary writes attempts as "primary/qwen3-max:timeout:2001ms fallback/qwen-turbo:success:312ms".
+// attemptSummary writes attempts as "primary/qwen3-max:timeout:2.001s fallback/qwen-turbo:success:312ms".
 func attemptSummary(as []pipeline.Attempt) string {
 	var b strings.Builder
 	for i, a := range as {

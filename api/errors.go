@@ -24,7 +24,7 @@ const (
 	CodeBadFault         = "bad_fault"          // 400: a demo fault that cannot be served
 	CodeUnauthorized     = "unauthorized"       // 401: missing or unknown API key
 	CodeTenantMismatch   = "tenant_mismatch"    // 403: tenant_id differs from the API key's tenant
-	CodeNotFound         = "not_found"          // 404: no such route
+	CodeNotFound         = "not_found"          // 404: no such route, demo model or breaker
 	CodeMethodNotAllowed = "method_not_allowed" // 405: the route exists for other methods
 	CodeQuestionTooLong  = "question_too_long"  // 413: the question is over server.max_question_bytes
 	CodeBodyTooLarge     = "body_too_large"     // 413: the body is over server.max_body_bytes
@@ -35,7 +35,7 @@ const (
 	CodeExhausted        = "exhausted"          // 503: every tier failed (no static tier configured)
 	CodeUnavailable      = "unavailable"        // 503: not ready, or shutting down
 	CodeTimeout          = "timeout"            // 504: the request's deadline passed
-	CodeReloadFailed     = "reload_failed"      // 500: the knowledge base could not be reloaded
+	CodeReloadFailed     = "reload_failed"      // 409: no knowledge base to reload; 500: it could not be reread
 	CodeBadRequest       = "bad_request"        // 4xx: another malformed request
 )
 

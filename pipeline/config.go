@@ -50,7 +50,7 @@ type ModelConfig struct {
 
 // KnowledgeBaseConfig says where the knowledge base is.
 type KnowledgeBaseConfig struct {
-	Path string `yaml:"path"` // a folder of Markdown and JSON Lines files
+	Path string `yaml:"path"` // a folder of Markdown and JSON Lines files; no default (required by a retrieval tier)
 }
 
 // RedisConfig enables shared breaker state and rate limits.
@@ -63,9 +63,9 @@ type RedisConfig struct {
 // RateLimitConfig configures admission.
 type RateLimitConfig struct {
 	GlobalRPS   float64 `yaml:"global_rps"`   // 0: unlimited
-	GlobalBurst int     `yaml:"global_burst"` // default max(1, GlobalRPS)
+	GlobalBurst int     `yaml:"global_burst"` // default max(1, int(GlobalRPS))
 	TenantRPS   float64 `yaml:"tenant_rps"`   // 0: unlimited
-	TenantBurst int     `yaml:"tenant_burst"` // default max(1, TenantRPS)
+	TenantBurst int     `yaml:"tenant_burst"` // default max(1, int(TenantRPS))
 	OnLimit     string  `yaml:"on_limit"`     // "degrade" (default) or "reject"
 }
 
@@ -83,7 +83,7 @@ type NoteConfig struct {
 
 // TierConfig is one tier of the chain. Which fields apply depends on Kind.
 type TierConfig struct {
-	Name    string        `yaml:"name"`
+	Name    string        `yaml:"name"`    // default: the kind; "cache" for semantic_cache, the source for llm
 	Kind    string        `yaml:"kind"`    // semantic_cache, stale_cache, llm, retrieval, static
 	Source  string        `yaml:"source"`  // llm only: primary or fallback; default primary for the first llm tier
 	Timeout time.Duration `yaml:"timeout"` // default per kind: semantic_cache/stale_cache 300ms, llm 10s, retrieval 1s, static 100ms
@@ -105,13 +105,14 @@ type TierConfig struct {
 	OnStreamBreak       string        `yaml:"on_stream_break"`       // "note" (default) or "continue"
 	ContinuePrompt      string        `yaml:"continue_prompt"`
 
-	// semantic_cache, stale_cache
+	// semantic_cache, stale_cache (all share one cache and embedder, set by
+	// the first of them; grace is the largest of the stale_cache tiers')
 	Embedder   string        `yaml:"embedder"`    // "hash" or a models: entry
 	Similarity float64       `yaml:"similarity"`  // default 0.92
 	TTL        time.Duration `yaml:"ttl"`         // default 24h
 	MaxEntries int           `yaml:"max_entries"` // per tenant; default 10000
-	StoreFrom  []string      `yaml:"store_from"`  // default [primary]
-	Grace      time.Duration `yaml:"grace"`       // stale_cache: how long past expiry an entry may be served
+	StoreFrom  []string      `yaml:"store_from"`  // semantic_cache: primary and/or fallback; default [primary]; []: none
+	Grace      time.Duration `yaml:"grace"`       // stale_cache: how long past expiry an entry may be served; default 1h
 
 	// retrieval
 	TopK int `yaml:"top_k"` // default 3
@@ -120,7 +121,10 @@ type TierConfig struct {
 	Message string `yaml:"message"`
 }
 
-// BreakerConfig is the YAML form of breaker.Config.
+// BreakerConfig is the YAML form of breaker.Config; its zero fields take
+// breaker.Config's defaults. It configures a tier's breaker "tier/<name>"
+// and, for an llm tier, the "model/<id>" breakers of the models it is the
+// first to name.
 type BreakerConfig struct {
 	FailureThreshold int           `yaml:"failure_threshold"`
 	Window           int           `yaml:"window"`

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -22,7 +23,11 @@ func TestReadmeConfigReference(t *testing.T) {
 		t.Fatal("the configuration reference has no yaml block")
 	}
 	block, _, _ = strings.Cut(block, "```")
-	cfg, err := ParseConfig([]byte(block))
+	path := filepath.Join(t.TempDir(), "readme.yaml")
+	if err := os.WriteFile(path, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(path)
 	if err != nil {
 		t.Fatalf("README configuration reference: %v", err)
 	}

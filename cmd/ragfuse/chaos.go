@@ -12,7 +12,7 @@ import (
 // runChaos serves the fault-injecting upstream as a process until ctx is
 // done (SIGINT/SIGTERM).
 func runChaos(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("chaos", "[--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N]", e)
+	fs := newFlagSet("chaos", "[--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N] [--faults model=mode,...]", e)
 	addr := fs.String("addr", "127.0.0.1:9090", "listen address")
 	models := fs.String("models", "", "comma-separated models to serve; empty serves any model name")
 	chunkDelay := fs.Duration("chunk-delay", 20*time.Millisecond, "pause between streamed chunks")

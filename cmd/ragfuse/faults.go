@@ -16,9 +16,9 @@ type modelFault struct {
 }
 
 // faultSyntax documents the --demo-faults and --faults values.
-const faultSyntax = `model=mode[:arg],... where mode is one of ok, latency:DURATION, hang,
+const faultSyntax = `model=mode[:arg],... where mode is one of ok, latency[:DURATION] (default 3s), hang,
 status[:CODE], rate_limit[:DURATION], reset, break[:CHUNKS], stall[:DURATION],
-malformed, empty`
+malformed[:CHUNKS], empty`
 
 // parseFaults parses "demo-primary=hang,demo-fallback=status:503".
 func parseFaults(spec string) ([]modelFault, error) {

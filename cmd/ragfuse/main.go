@@ -3,8 +3,9 @@
 //
 // Usage:
 //
-//	ragfuse serve [--config FILE] [--addr ADDR] [--demo-faults model=mode,...]
-//	ragfuse chaos [--addr ADDR] [--models a,b] [--chunk-delay D]
+//	ragfuse serve [--config FILE] [--addr ADDR] [--demo-faults model=mode,...] [--log-json]
+//	ragfuse chaos [--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N] [--faults model=mode,...]
+//	ragfuse drill --scenario FILE --out DIR [--speed N] [--settings none,breaker,full] [--target URL]
 //	ragfuse help [command]
 //
 // Without --config, serve runs an embedded demo: the bundled knowledge

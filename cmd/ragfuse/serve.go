@@ -98,7 +98,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 
 // runServe runs the HTTP server until ctx is done.
 func runServe(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("serve", "[--config FILE] [--addr ADDR] [--demo-faults model=mode,...]", e)
+	fs := newFlagSet("serve", "[--config FILE] [--addr ADDR] [--demo-faults model=mode,...] [--log-json]", e)
 	var o serveOptions
 	fs.StringVar(&o.config, "config", "", "YAML config file; without it, run the embedded demo")
 	fs.StringVar(&o.addr, "addr", "", "listen address, overriding server.addr (default 127.0.0.1:8080)")
