@@ -101,7 +101,10 @@ func (e *OpenAIEmbedder) embedBatch(ctx context.Context, batch []string) ([][]fl
 	dim := len(resp.Data[0].Embedding)
 	for i, d := range resp.Data {
 		idx := d.Index
-		if idx < 0 || idx >= len(batch) || vecs[idx] != nil {
+		if idx < 0 || idx >= len(batch) {
+			return nil, fmt.Errorf("%w: index %d out of range for %d texts", ErrEmbeddingShape, d.Index, len(batch))
+		}
+		if vecs[idx] != nil {
 			idx = i // some servers leave Index at zero
 		}
 		if vecs[idx] != nil {

@@ -8,9 +8,9 @@ import (
 	gocache "github.com/patrickmn/go-cache"
 )
 
-// candidates is how many nearest entries a lookup considers, so that an
-// expired, outdated or guard-rejected nearest entry does not hide a good
-// second one.
+// candidates is how many nearest entries a lookup considers first; when
+// they are all expired, outdated or guard-rejected, it looks at four times as
+// many, and so on, so that such entries never hide a good one.
 const candidates = 4
 
 // tenant is one tenant's partition of the cache.
@@ -52,27 +52,46 @@ func (t *tenant) lookup(question string, vec []float32, kb uint64, stale bool, n
 	if t.idx == nil || len(vec) != t.idx.dim || !usableVector(vec) {
 		return Entry{}, false
 	}
-	t.hits = t.idx.search(vec, candidates, float32(t.c.cfg.Similarity), t.hits)
 	var sig *signature
-	for _, h := range t.hits {
-		if float64(h.sim) < t.c.cfg.Similarity {
-			break
+	var seen map[*record]bool // records already judged, once the search widens
+	for k := candidates; ; k *= 4 {
+		t.hits = t.idx.search(vec, k, float32(t.c.cfg.Similarity), t.hits)
+		for _, h := range t.hits {
+			if float64(h.sim) < t.c.cfg.Similarity {
+				break
+			}
+			r := t.idx.ids[h.pos]
+			if seen != nil {
+				if seen[r] {
+					continue
+				}
+				seen[r] = true
+			}
+			if !t.usable(r, kb, stale, now) {
+				continue
+			}
+			if sig == nil {
+				s := signatureOf(question)
+				sig = &s
+			}
+			if !sig.compatible(r.sig) {
+				t.c.rejects.Add(1)
+				continue
+			}
+			return t.serve(r, float64(h.sim), now), true
 		}
-		r := t.idx.ids[h.pos]
-		if !t.usable(r, kb, stale, now) {
-			continue
+		// All k nearest were unusable or refused: look further, unless
+		// the search already returned every entry above the threshold.
+		if len(t.hits) < k || k >= t.idx.len() {
+			return Entry{}, false
 		}
-		if sig == nil {
-			s := signatureOf(question)
-			sig = &s
+		if seen == nil {
+			seen = make(map[*record]bool, 4*k)
+			for _, h := range t.hits {
+				seen[t.idx.ids[h.pos]] = true
+			}
 		}
-		if !sig.compatible(r.sig) {
-			t.c.rejects.Add(1)
-			continue
-		}
-		return t.serve(r, float64(h.sim), now), true
 	}
-	return Entry{}, false
 }
 
 // usable reports whether r may answer: built on kb, and fresh (or, with
@@ -127,11 +146,14 @@ func (t *tenant) put(question, key string, vec []float32, e Entry, now time.Time
 // sweepEvery of clock time, from put.
 func (t *tenant) sweep(now time.Time) {
 	t.nextSweep = now.Add(t.sweepEvery())
+	// With a clock that follows real time, exact's own expiry drops most of
+	// these entries first: count them too.
+	before := t.lru.Len()
 	t.exact.DeleteExpired()
-	n := t.removeLocked(func(r *record) bool {
+	t.removeLocked(func(r *record) bool {
 		return !now.Before(r.entry.Expires.Add(t.c.cfg.Grace))
 	})
-	t.c.expirations.Add(uint64(n))
+	t.c.expirations.Add(uint64(before - t.lru.Len()))
 }
 
 func (t *tenant) sweepEvery() time.Duration {
