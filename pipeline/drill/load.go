@@ -55,14 +55,16 @@ func drive(ctx context.Context, load Load, start time.Time, limit time.Duration,
 		wg.Wait()
 		return out
 	}
-	interval := time.Duration(float64(time.Second) / load.Rate)
+	total := float64(load.Warmup + load.Duration)
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := 0; ; i++ {
-		at := start.Add(time.Duration(i) * interval)
-		if !at.Before(end) {
+		// In float, so that a very low rate cannot overflow a Duration.
+		offset := float64(i) * float64(time.Second) / load.Rate
+		if offset >= total {
 			break
 		}
+		at := start.Add(time.Duration(offset))
 		timer.Reset(time.Until(at))
 		select {
 		case <-ctx.Done():

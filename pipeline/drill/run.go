@@ -158,7 +158,10 @@ func newRig(sc *Scenario, setting string, speed float64) (*rig, error) {
 	}
 	for _, k := range r.keys {
 		m := cfg.Models[k]
-		m.BaseURL, m.APIKeyEnv = r.up.baseURL(k), ""
+		// The upstream keeps faults and counters by the requested model
+		// name: ask for the config.models key, which is unique, so that
+		// entries sharing a provider model name stay apart.
+		m.BaseURL, m.APIKeyEnv, m.Model = r.up.baseURL(k), "", k
 		cfg.Models[k] = m
 	}
 	r.transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}

@@ -100,15 +100,25 @@ func scaleConfig(c *pipeline.Config, speed float64) {
 		if t.Reserve != noReserve {
 			d(&t.Reserve)
 		}
-		for _, p := range []*time.Duration{&t.Timeout, &t.FirstTokenTimeout, &t.StallTimeout, &t.TTL, &t.Grace} {
+		for _, p := range []*time.Duration{&t.Timeout, &t.FirstTokenTimeout, &t.StallTimeout, &t.CommitAfterDuration, &t.TTL, &t.Grace} {
 			d(p)
 		}
-		if b := t.Breaker; b != nil {
-			for _, p := range []*time.Duration{&b.WindowDuration, &b.SlowCallDuration, &b.OpenDuration, &b.MaxOpenDuration} {
-				d(p)
-			}
+		// Every tier has a breaker; a missing block or open_duration runs
+		// with breaker's default, which must be scaled too.
+		if t.Breaker == nil {
+			t.Breaker = &pipeline.BreakerConfig{}
+		}
+		b := t.Breaker
+		if b.OpenDuration == 0 {
+			b.OpenDuration = breaker.Config{}.WithDefaults().OpenDuration
+		}
+		for _, p := range []*time.Duration{&b.WindowDuration, &b.SlowCallDuration, &b.OpenDuration, &b.MaxOpenDuration} {
+			d(p)
 		}
 		if b := t.Bulkhead; b != nil {
+			if b.QueueTimeout == 0 {
+				b.QueueTimeout = pipeline.DefaultQueueTimeout // scaled like the rest
+			}
 			d(&b.QueueTimeout)
 		}
 	}
