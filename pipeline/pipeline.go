@@ -304,13 +304,27 @@ func (p *Pipeline) emit(e Event) {
 func (p *Pipeline) Breakers() *breaker.Registry { return p.breakers }
 
 // ReloadKnowledgeBase reloads the knowledge base. Cache entries made from
-// the old version stop being served.
+// the old version stop being served, and the cache tiers drop them.
 func (p *Pipeline) ReloadKnowledgeBase() error {
 	if p.kb == nil {
 		return ErrNoKnowledgeBase
 	}
-	return p.kb.Reload()
+	if err := p.kb.Reload(); err != nil {
+		return err
+	}
+	// Entries built on another version are never served again: free them.
+	v := p.kb.Version()
+	for _, s := range p.stages {
+		if c, ok := s.Tier.(invalidator); ok {
+			c.Invalidate(v)
+		}
+	}
+	return nil
 }
+
+// invalidator is a cache tier that can drop the entries built on other
+// knowledge-base versions.
+type invalidator interface{ Invalidate(current uint64) int }
 
 // Close refuses new questions, waits for the ones in flight and closes
 // Options.Closers. It returns the first error of a closer.

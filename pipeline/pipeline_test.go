@@ -372,6 +372,28 @@ func TestReloadKnowledgeBase(t *testing.T) {
 	}
 }
 
+// TestReloadDropsOldCacheEntries: after a reload the cache tiers hold no
+// entry built on the old version.
+func TestReloadDropsOldCacheEntries(t *testing.T) {
+	kb := &fakeKB{version: 1}
+	c := cache.New(cache.Config{})
+	p, _ := newTestPipeline(t, Options{KnowledgeBase: kb, Tiers: []Stage{
+		{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c,
+			Embedder: cache.NewHashEmbedder(64), KBVersion: kb.Version})},
+		{Tier: tier("primary", tiers.SourcePrimary, answers("policy")), Model: true},
+	}})
+	ask(t, p, "how do refunds work")
+	if n := p.Status().Caches[0].Entries; n != 1 {
+		t.Fatalf("%d entries after the first answer, want 1", n)
+	}
+	if err := p.ReloadKnowledgeBase(); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.Status().Caches[0].Entries; n != 0 {
+		t.Errorf("%d entries of the old version kept after the reload", n)
+	}
+}
+
 // TestReloadWhileCacheSkipped reloads the knowledge base while the
 // primary answers a question whose cache tier was skipped (breaker open):
 // the answer was built on the old version and must not be cached under

@@ -108,6 +108,15 @@ func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
 	return &Error{Kind: KindOf(err), Tier: s.cfg.Name, Err: err}
 }
 
+// Invalidate drops the entries not built on knowledge-base version
+// current (see cache.Cache.Invalidate) and returns how many it dropped.
+func (s *SemanticCache) Invalidate(current uint64) int {
+	if s.cfg.Cache == nil {
+		return 0
+	}
+	return s.cfg.Cache.Invalidate(current)
+}
+
 // Remember writes a back to the cache when it qualifies: its source is in
 // StoreFrom, it is complete (not Interrupted, not empty), it was not made
 // after the question's retrieval failed (its Memo remembers that), and the
