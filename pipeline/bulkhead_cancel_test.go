@@ -16,13 +16,8 @@ import (
 // EventBulkheadRejected, no rejection in Status, no bulkhead_full attempt;
 // the queue slot is given back.
 func TestBulkheadCallerLeavesQueue(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	slow := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
-		entered <- struct{}{}
-		<-release
-		return tiers.Answer{Text: "slow"}, nil
-	})
+	fn, entered, release := gate("slow")
+	slow := tier("primary", tiers.SourcePrimary, fn)
 	rec := &recorder{}
 	p, _ := newTestPipeline(t, Options{Observer: rec, RequestTimeout: time.Minute, Tiers: []Stage{
 		{Tier: slow, Bulkhead: &BulkheadConfig{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: time.Minute}},

@@ -61,6 +61,23 @@ func tier(name string, src tiers.Source, fn func(context.Context, tiers.Query) (
 	return &fakeTier{name: name, source: src, fn: fn}
 }
 
+// gate returns a tier function that reports each call on entered and
+// answers text once release is closed, or fails when its context ends
+// first.
+func gate(text string) (fn func(context.Context, tiers.Query) (tiers.Answer, error), entered, release chan struct{}) {
+	entered, release = make(chan struct{}, 4), make(chan struct{})
+	fn = func(ctx context.Context, _ tiers.Query) (tiers.Answer, error) {
+		entered <- struct{}{}
+		select {
+		case <-release:
+			return tiers.Answer{Text: text}, nil
+		case <-ctx.Done():
+			return tiers.Answer{}, ctx.Err()
+		}
+	}
+	return fn, entered, release
+}
+
 // recorder is an Observer that keeps every event.
 type recorder struct {
 	mu     sync.Mutex

@@ -1,7 +1,6 @@
 package pipeline
 
 import (
-	"context"
 	"runtime"
 	"testing"
 	"time"
@@ -22,13 +21,8 @@ func (g *flightGroup) joined(key string) bool {
 // for it (its Result marked Shared), so that metrics count every question
 // answered, not every run.
 func TestSharedAnswerIsReported(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
-		entered <- struct{}{}
-		<-release
-		return tiers.Answer{Text: "one"}, nil
-	})
+	fn, entered, release := gate("one")
+	primary := tier("primary", tiers.SourcePrimary, fn)
 	rec := &recorder{}
 	p, _ := newTestPipeline(t, Options{Observer: rec, Tiers: []Stage{{Tier: primary, Model: true}}})
 

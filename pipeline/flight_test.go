@@ -14,17 +14,8 @@ import (
 // flight with a shorter deadline returns at its own deadline, not when the
 // leader's run ends (DESIGN: a shorter client deadline is never exceeded).
 func TestSingleflightFollowerKeepsItsDeadline(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
-		entered <- struct{}{}
-		select {
-		case <-release:
-			return tiers.Answer{Text: "one"}, nil
-		case <-ctx.Done():
-			return tiers.Answer{}, ctx.Err()
-		}
-	})
+	fn, entered, release := gate("one")
+	primary := tier("primary", tiers.SourcePrimary, fn)
 	p, _ := newTestPipeline(t, Options{RequestTimeout: 10 * time.Second, Tiers: []Stage{{Tier: primary}}})
 	leaderDone := make(chan error, 1)
 	go func() {

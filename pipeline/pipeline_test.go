@@ -202,13 +202,8 @@ func TestAskOddInput(t *testing.T) {
 }
 
 func TestBulkheadRejects(t *testing.T) {
-	release := make(chan struct{})
-	entered := make(chan struct{}, 1)
-	slow := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
-		entered <- struct{}{}
-		<-release
-		return tiers.Answer{Text: "slow"}, nil
-	})
+	fn, entered, release := gate("slow")
+	slow := tier("primary", tiers.SourcePrimary, fn)
 	rec := &recorder{}
 	p, _ := newTestPipeline(t, Options{Observer: rec, Tiers: []Stage{
 		{Tier: slow, Bulkhead: &BulkheadConfig{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: 20 * time.Millisecond}},
