@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"time"
 
@@ -184,8 +185,8 @@ func (l *LLM) each(ctx context.Context, call func(c Candidate) (Answer, *Error))
 	var last *Error
 	for _, c := range l.cands {
 		if err := ctx.Err(); err != nil {
-			if last == nil {
-				last = classifyCall(l.name, c.ID, err, err, 0)
+			if last == nil { // no candidate was called: the error names none
+				last = classifyCall(l.name, "", err, err, 0)
 			}
 			return Answer{}, last
 		}
@@ -196,14 +197,7 @@ func (l *LLM) each(ctx context.Context, call func(c Candidate) (Answer, *Error))
 				continue
 			}
 		}
-		a, e := call(c)
-		if release != nil {
-			if e != nil {
-				release(e, e.Usage)
-			} else {
-				release(nil, a.Usage)
-			}
-		}
+		a, e := callReleased(l.name, c, call, release)
 		if e == nil {
 			return a, nil
 		}
@@ -222,6 +216,34 @@ func (l *LLM) each(ctx context.Context, call func(c Candidate) (Answer, *Error))
 	return Answer{}, last
 }
 
+// callReleased calls c and then release, if not nil, exactly once with the
+// call's outcome: also when the call panics, in which case the panic goes
+// on after the release.
+func callReleased(tier string, c Candidate, call func(c Candidate) (Answer, *Error), release func(error, Usage)) (a Answer, e *Error) {
+	if release == nil {
+		return call(c)
+	}
+	done := false
+	defer func() {
+		if done {
+			return
+		}
+		v := recover() // nil: runtime.Goexit, which goes on by itself
+		release(&Error{Kind: KindOther, Tier: tier, Model: c.ID, Err: fmt.Errorf("candidate call panicked: %v", v)}, Usage{})
+		if v != nil {
+			panic(v)
+		}
+	}()
+	a, e = call(c)
+	done = true
+	if e != nil {
+		release(e, e.Usage)
+	} else {
+		release(nil, a.Usage)
+	}
+	return a, e
+}
+
 // documents returns the prompt's documents; a failed retrieval leaves the
 // prompt without documents, and the model says it cannot answer.
 func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
@@ -232,7 +254,7 @@ func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
 	if err != nil {
 		return nil
 	}
-	return docs
+	return docs[:min(len(docs), l.k)] // without a Memo, the retriever's word
 }
 
 // call makes one chat completion call to c.
