@@ -61,7 +61,10 @@ func TestOutOfDomainGetsNoDocuments(t *testing.T) {
 func TestRelevanceFloor(t *testing.T) {
 	kb := openTestKB(t)
 	ctx := context.Background()
-	for _, q := range []string{"企鹅怎么飞", "怎么", "如何", "what can I do", "penguins"} {
+	// 怎么办 ("what should I do") is a question phrase like 怎么 and 如何:
+	// it must not match the articles whose titles end in it.
+	for _, q := range []string{"企鹅怎么飞", "怎么", "如何", "what can I do", "penguins",
+		"怎么办", "感冒了怎么办", "企鹅怎么办", "下雨了该怎么办呢"} {
 		if docs, err := kb.Retrieve(ctx, q, 3); err != nil || len(docs) != 0 {
 			t.Errorf("Retrieve(%q) = %v, %v; want no documents", q, ids(docs), err)
 		}
@@ -70,6 +73,9 @@ func TestRelevanceFloor(t *testing.T) {
 		"如何开发票":                      "zh-invoice-issue",
 		"七天无理由退货怎么退":                 "zh-return-7day",
 		"how do I cancel an invoice": "en-invoice-cancel",
+		"付款失败怎么办":                    "zh-payment-failed",
+		"忘记登录密码怎么办":                  "zh-account-reset-password",
+		"买贵了怎么办":                     "zh-price-protection",
 	} {
 		docs, err := kb.Retrieve(ctx, q, 3)
 		if err != nil || !contains(ids(docs), want) {
@@ -125,27 +131,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// TestRelevanceFloorIgnoresZenmeban: 怎么办 ("what should I do") is a
-// question phrase like 怎么 and 如何, so a question the knowledge base
-// does not cover must not match the articles whose titles end in 怎么办.
-func TestRelevanceFloorIgnoresZenmeban(t *testing.T) {
-	kb := openTestKB(t)
-	ctx := context.Background()
-	for _, q := range []string{"怎么办", "感冒了怎么办", "企鹅怎么办", "下雨了该怎么办呢"} {
-		if docs, err := kb.Retrieve(ctx, q, 3); err != nil || len(docs) != 0 {
-			t.Errorf("Retrieve(%q) = %v, %v; want no documents", q, ids(docs), err)
-		}
-	}
-	for q, want := range map[string]string{
-		"付款失败怎么办":   "zh-payment-failed",
-		"忘记登录密码怎么办": "zh-account-reset-password",
-		"买贵了怎么办":    "zh-price-protection",
-	} {
-		docs, err := kb.Retrieve(ctx, q, 3)
-		if err != nil || !contains(ids(docs), want) {
-			t.Errorf("Retrieve(%q) = %v, %v; want %s among them", q, ids(docs), err, want)
-		}
-	}
 }
