@@ -167,18 +167,10 @@ func classifyCall(tier, model string, err, ctxErr error, retryAfter time.Duratio
 // apiErrorCodes returns the codes and type an API error carries, lower
 // case, for matching against known provider codes.
 func apiErrorCodes(e *openai.APIError) []string {
-	var codes []string
-	switch c := e.Code.(type) {
-	case string:
-		codes = append(codes, strings.ToLower(c))
-	case int:
-		codes = append(codes, strconv.Itoa(c))
-	}
-	if e.Type != "" {
-		codes = append(codes, strings.ToLower(e.Type))
-	}
-	if e.InnerError != nil && e.InnerError.Code != "" {
-		codes = append(codes, strings.ToLower(e.InnerError.Code))
+	codes := appendCode(nil, e.Code)
+	codes = appendCode(codes, e.Type)
+	if e.InnerError != nil {
+		codes = appendCode(codes, e.InnerError.Code)
 	}
 	return codes
 }
@@ -198,14 +190,23 @@ func bodyErrorCodes(body []byte) []string {
 	_ = json.Unmarshal(body, &r) // keeps what decoded
 	var codes []string
 	for _, v := range []any{r.Error.Code, r.Error.Type, r.Error.InnerError.Code} {
-		switch c := v.(type) {
-		case string:
-			if c != "" {
-				codes = append(codes, strings.ToLower(c))
-			}
-		case float64:
-			codes = append(codes, strconv.FormatFloat(c, 'f', -1, 64))
+		codes = appendCode(codes, v)
+	}
+	return codes
+}
+
+// appendCode appends error code v, a string (lower-cased) or a number, to
+// codes; an empty or other v adds nothing.
+func appendCode(codes []string, v any) []string {
+	switch c := v.(type) {
+	case string:
+		if c != "" {
+			codes = append(codes, strings.ToLower(c))
 		}
+	case int:
+		codes = append(codes, strconv.Itoa(c))
+	case float64:
+		codes = append(codes, strconv.FormatFloat(c, 'f', -1, 64))
 	}
 	return codes
 }
