@@ -3,7 +3,6 @@ package tiers
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/retrieval"
@@ -26,11 +25,10 @@ type Memo struct {
 	vec     []float32
 	embErr  error
 
-	docsMu     sync.Mutex // held while retrieving, like a sync.Once
-	docsDone   bool       // the retriever was asked
-	docs       []retrieval.Doc
-	docsErr    error
-	docsFailed atomic.Bool // docsErr != nil, readable without docsMu
+	docsMu   sync.Mutex // held while retrieving, like a sync.Once
+	docsDone bool       // the retriever was asked
+	docs     []retrieval.Doc
+	docsErr  error
 
 	kbOnce sync.Once
 	kb     uint64
@@ -93,7 +91,6 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
 		}
 		m.docsDone = true
-		m.docsFailed.Store(m.docsErr != nil)
 	}
 	if m.docsErr != nil {
 		return nil, m.docsErr
@@ -107,7 +104,12 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 // retrievalFailed reports whether the question's retrieval was tried and
 // failed, so that an answer made without its documents is not cached.
 func (m *Memo) retrievalFailed() bool {
-	return m != nil && m.docsFailed.Load()
+	if m == nil {
+		return false
+	}
+	m.docsMu.Lock()
+	defer m.docsMu.Unlock()
+	return m.docsErr != nil
 }
 
 func embedOne(ctx context.Context, e cache.Embedder, text string) ([]float32, error) {
