@@ -27,6 +27,8 @@ type Candidate struct {
 	// Cooldown is how long the candidate is skipped after a 429 without a
 	// Retry-After header; 0 means the guard's default.
 	Cooldown time.Duration
+
+	capCompletion bool // MaxTokens goes as max_completion_tokens; set by NewLLM
 }
 
 // CandidateGuard guards each model candidate call of an LLM tier. The
@@ -131,6 +133,7 @@ func NewLLM(cfg LLMConfig) *LLM {
 		if c.Model == "" {
 			c.Model = c.ID
 		}
+		c.capCompletion = c.MaxTokens > 0 && refusesMaxTokens(c.Model)
 		l.cands = append(l.cands, c)
 	}
 	return l
@@ -287,11 +290,20 @@ func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletio
 // models go-openai refuses it for (o1, o3, o4, gpt-5…): to those it goes
 // as max_completion_tokens.
 func chatRequest(c Candidate, msgs []openai.ChatCompletionMessage) openai.ChatCompletionRequest {
-	req := openai.ChatCompletionRequest{Model: c.Model, Messages: msgs, MaxTokens: c.MaxTokens}
-	if c.MaxTokens > 0 && errors.Is(openai.NewReasoningValidator().Validate(req), openai.ErrReasoningModelMaxTokensDeprecated) {
-		req.MaxTokens, req.MaxCompletionTokens = 0, c.MaxTokens
+	req := openai.ChatCompletionRequest{Model: c.Model, Messages: msgs}
+	if c.capCompletion {
+		req.MaxCompletionTokens = c.MaxTokens
+	} else {
+		req.MaxTokens = c.MaxTokens
 	}
 	return req
+}
+
+// refusesMaxTokens reports whether go-openai refuses max_tokens for model,
+// asked once per candidate rather than on every call.
+func refusesMaxTokens(model string) bool {
+	req := openai.ChatCompletionRequest{Model: model, MaxTokens: 1}
+	return errors.Is(openai.NewReasoningValidator().Validate(req), openai.ErrReasoningModelMaxTokensDeprecated)
 }
 
 var (
