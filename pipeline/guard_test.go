@@ -20,7 +20,8 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	}
 	defer p.Close()
 	ctx := context.Background()
-	r, _, _ := p.newRun(ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	r := new(run)
+	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"})
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
 
 	relA, ok := r.Acquire(ctx, "primary", a)

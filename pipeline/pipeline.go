@@ -143,10 +143,7 @@ type Pipeline struct {
 	storeHealth breaker.Store
 	closers     []io.Closer
 	flights     flightGroup
-
-	inflight sync.WaitGroup
-	closing  sync.RWMutex // Close holds it to write; the start of a question, to read
-	closed   atomic.Bool
+	inflight    inflightGate // the questions in flight, until Close
 }
 
 // stage is a Stage ready to run.
@@ -189,6 +186,7 @@ func New(opts Options) (*Pipeline, error) {
 		closers:     opts.Closers,
 	}
 	p.cool.until = map[string]time.Time{}
+	p.inflight.drained = make(chan struct{})
 	p.limits.shared = opts.Limiter
 	if p.timeout <= 0 {
 		p.timeout = DefaultRequestTimeout
@@ -329,13 +327,10 @@ type invalidator interface{ Invalidate(current uint64) int }
 // Close refuses new questions, waits for the ones in flight and closes
 // Options.Closers. It returns the first error of a closer.
 func (p *Pipeline) Close() error {
-	p.closing.Lock()
-	already := p.closed.Swap(true)
-	p.closing.Unlock()
-	if already {
+	if !p.inflight.close() {
 		return nil
 	}
-	p.inflight.Wait()
+	<-p.inflight.drained
 	var errs []error
 	for _, c := range p.closers {
 		errs = append(errs, c.Close())
@@ -343,14 +338,46 @@ func (p *Pipeline) Close() error {
 	return errors.Join(errs...)
 }
 
-// begin registers a question in flight; it fails after Close.
-func (p *Pipeline) begin() bool {
-	p.closing.RLock()
-	defer p.closing.RUnlock()
-	if p.closed.Load() {
+// inflightGate lets questions in until it is closed, and tells Close when the
+// last one has left. It is one atomic word, so that a question pays one
+// atomic add to enter and one to leave, however many run at once.
+type inflightGate struct {
+	n       atomic.Int64  // questions in flight, plus gateClosed once closed
+	drained chan struct{} // closed when the gate is closed and empty
+	once    sync.Once     // closes drained
+}
+
+const gateClosed = 1 << 62
+
+// enter lets a question in; it fails once the gate is closed. A question
+// let in must leave.
+func (g *inflightGate) enter() bool {
+	if g.n.Add(1)&gateClosed == 0 {
+		return true
+	}
+	g.leave()
+	return false
+}
+
+func (g *inflightGate) leave() {
+	if g.n.Add(-1) == gateClosed {
+		g.once.Do(g.drain)
+	}
+}
+
+func (g *inflightGate) drain() { close(g.drained) }
+
+func (g *inflightGate) closed() bool { return g.n.Load()&gateClosed != 0 }
+
+// close closes the gate; it returns false if it was closed already.
+func (g *inflightGate) close() bool {
+	old := g.n.Or(gateClosed)
+	if old&gateClosed != 0 {
 		return false
 	}
-	p.inflight.Add(1)
+	if old == 0 {
+		g.once.Do(g.drain)
+	}
 	return true
 }
 

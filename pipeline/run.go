@@ -26,15 +26,16 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		return nil, err
 	}
 	key := flightKey(q.Tenant, q.Question, degraded)
+	r := new(run) // holds the flight too, if this caller leads it
 	// Identical questions in flight share one run. The leader runs it on
 	// its caller's goroutine; the others wait for it, each no longer than its
 	// own context. A flight whose leader's caller went away ends canceled;
 	// the callers still waiting then run the question again, up to a few
 	// times, each within what is left of its own budget.
 	for try := 0; ; try++ {
-		f, done := p.flights.join(key)
+		f, done := p.flights.join(key, &r.flight)
 		if done == nil {
-			res, err := p.lead(ctx, q, degraded, start)
+			res, err := p.lead(ctx, r, q, degraded, start)
 			p.flights.end(key, f, res, err)
 			return res, err
 		}
@@ -77,9 +78,9 @@ type flight struct {
 }
 
 // join returns the flight of key. done is nil when the caller starts the
-// flight and must run it and end it; otherwise done is closed when the
-// flight ends.
-func (g *flightGroup) join(key string) (f *flight, done <-chan struct{}) {
+// flight, with mine (a new flight), and must run it and end it; otherwise
+// done is closed when the flight ends.
+func (g *flightGroup) join(key string, mine *flight) (f *flight, done <-chan struct{}) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f = g.m[key]; f != nil {
@@ -91,9 +92,8 @@ func (g *flightGroup) join(key string) (f *flight, done <-chan struct{}) {
 	if g.m == nil {
 		g.m = make(map[string]*flight)
 	}
-	f = &flight{}
-	g.m[key] = f
-	return f, nil
+	g.m[key] = mine
+	return mine, nil
 }
 
 // end ends flight f of key with its run's outcome.
@@ -111,17 +111,17 @@ func (g *flightGroup) end(key string, f *flight, res *Result, err error) {
 // lead runs q as the leader of its flight. A panic (a bug of the
 // pipeline's: the tiers' panics are caught where they are called) ends the
 // question with an error, and its flight with it.
-func (p *Pipeline) lead(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (res *Result, err error) {
+func (p *Pipeline) lead(ctx context.Context, r *run, q tiers.Query, degraded bool, start time.Time) (res *Result, err error) {
 	defer func() {
 		if e := recover(); e != nil {
 			res, err = nil, fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
 		}
 	}()
-	if !p.begin() {
+	if !p.inflight.enter() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
-	return p.run(ctx, q, degraded, start)
+	defer p.inflight.leave()
+	return p.run(ctx, r, q, degraded, start)
 }
 
 // admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
@@ -132,7 +132,7 @@ func (p *Pipeline) admit(ctx context.Context, q tiers.Query) (degraded bool, err
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
-	if p.closed.Load() {
+	if p.inflight.closed() {
 		return false, ErrClosed
 	}
 	if reason := p.limits.admitNow(ctx, q.Tenant, p.clock); reason != "" {
@@ -179,6 +179,8 @@ type run struct {
 	memo tiers.Memo
 	gctx tiers.GuardContext
 	emb  callerEmbedder // the Memo's embedder when it is guarded
+
+	flight flight // the run's flight, when its caller leads one
 }
 
 var _ tiers.CandidateGuard = (*run)(nil)
@@ -205,9 +207,9 @@ func (r *run) count() int {
 
 // run runs q through the stages: breaker, bulkhead, time limiter, tier.
 // The budget counts from start, when the caller asked.
-func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (*Result, error) {
+func (p *Pipeline) run(ctx context.Context, r *run, q tiers.Query, degraded bool, start time.Time) (*Result, error) {
 	b := p.newBudget(ctx, start)
-	r, gctx, q := p.newRun(ctx, q)
+	gctx, q := p.startRun(r, ctx, q)
 	last := len(p.stages) - 1
 	for i, s := range p.stages {
 		now := time.Now()
@@ -238,10 +240,11 @@ func (p *Pipeline) run(ctx context.Context, q tiers.Query, degraded bool, start 
 	return &r.res, ErrExhausted
 }
 
-// newRun starts the run of q: its attempt record, the context carrying
-// the run as the model candidates' guard, and q with a Memo.
-func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Context, tiers.Query) {
-	r := &run{p: p, tenant: q.Tenant}
+// startRun starts r, a new run, as the run of q: its attempt record, the
+// context carrying the run as the model candidates' guard, and q with a
+// Memo.
+func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) (context.Context, tiers.Query) {
+	r.p, r.tenant = p, q.Tenant
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
 		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
@@ -259,10 +262,10 @@ func (p *Pipeline) newRun(ctx context.Context, q tiers.Query) (*run, context.Con
 		q.Memo.KBVersion(p.kb.Version)
 	}
 	if !p.guarded {
-		return r, ctx, q
+		return ctx, q
 	}
 	r.gctx = tiers.GuardContext{Context: ctx, Guard: r}
-	return r, &r.gctx, q
+	return &r.gctx, q
 }
 
 // budget is the time of one question: its deadline, and its length next

@@ -110,10 +110,10 @@ func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEven
 	if err != nil {
 		return nil, err
 	}
-	if !p.begin() {
+	if !p.inflight.enter() {
 		return nil, ErrClosed
 	}
-	defer p.inflight.Done()
+	defer p.inflight.leave()
 	sr := &streamRun{p: p, q: q, fn: fn}
 	return sr.run(ctx, degraded, start)
 }
@@ -143,7 +143,8 @@ func (sr *streamRun) send(e StreamEvent) error {
 func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*Result, error) {
 	p := sr.p
 	b := p.newBudget(ctx, start)
-	r, gctx, q := p.newRun(ctx, sr.q)
+	r := new(run)
+	gctx, q := p.startRun(r, ctx, sr.q)
 	sr.q = q
 	last := len(p.stages) - 1
 	for i, s := range p.stages {
