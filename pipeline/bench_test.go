@@ -119,6 +119,20 @@ func BenchmarkUpstream(b *testing.B) {
 		}
 		pairUpstream(b, callBareDeadline, callPipeline)
 	})
+	// paired-floor asks the llm tier alone under a deadline: the least a
+	// guarded question costs over a bare call (the RAG prompt, and the
+	// cancellable request a time limiter makes), with no breaker, admission,
+	// singleflight or attempt record.
+	b.Run("paired-floor", func(b *testing.B) {
+		callTierDeadline := func(b *testing.B) {
+			c, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			if a, err := llm.Answer(c, q); err != nil || a.Source != tiers.SourcePrimary {
+				b.Fatal(a, err)
+			}
+		}
+		pairUpstream(b, callBare, callTierDeadline)
+	})
 	// paired-1ms is paired against a model that takes 1 ms to answer, the
 	// least any real model takes: the overhead stays the same few
 	// microseconds, and the ratio shows what it weighs then.
