@@ -34,6 +34,9 @@ func ResolveKeys(cfg pipeline.AuthConfig, getenv func(string) string) (map[strin
 		if k.KeyEnv == "" {
 			return nil, fmt.Errorf("%s.key_env: required", path)
 		}
+		if !pipeline.EnvName(k.KeyEnv) {
+			return nil, fmt.Errorf("%s.key_env: %s", path, pipeline.NotEnvName)
+		}
 		if !validTenant(k.Tenant) {
 			return nil, fmt.Errorf("%s.tenant: %q must be 1-64 characters of A-Z a-z 0-9 _ . -", path, k.Tenant)
 		}

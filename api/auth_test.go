@@ -29,6 +29,9 @@ func TestResolveKeys(t *testing.T) {
 		"no env":     {[]pipeline.AuthKey{{Tenant: "acme"}}, "auth.keys[0].key_env"},
 		"bad tenant": {[]pipeline.AuthKey{{KeyEnv: "K_ACME", Tenant: "a/b"}}, "auth.keys[0].tenant"},
 		"duplicate":  {[]pipeline.AuthKey{{KeyEnv: "K_ACME", Tenant: "acme"}, {KeyEnv: "K_DUP", Tenant: "beta"}}, "auth.keys[1].key_env"},
+		// A key pasted where its variable's name belongs is refused
+		// without being repeated.
+		"pasted key": {[]pipeline.AuthKey{{KeyEnv: "sk-pasted-secret", Tenant: "acme"}}, "auth.keys[0].key_env"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ResolveKeys(pipeline.AuthConfig{Keys: tc.keys}, getenv)

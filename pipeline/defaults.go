@@ -124,7 +124,7 @@ func (c *Config) Validate() error {
 	for i, k := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
 		v.check(k.KeyEnv != "", p+".key_env", "is required")
-		v.check(k.KeyEnv == "" || envName(k.KeyEnv), p+".key_env", notEnvName)
+		v.check(k.KeyEnv == "" || EnvName(k.KeyEnv), p+".key_env", NotEnvName)
 		v.check(k.Tenant != "", p+".tenant", "is required")
 	}
 	for _, id := range sortedKeys(c.Models) {
@@ -133,7 +133,7 @@ func (c *Config) Validate() error {
 		v.check(m.BaseURL != "", p+".base_url", "is required")
 		v.check(m.BaseURL == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "",
 			p+".base_url", "must be an http or https URL")
-		v.check(m.APIKeyEnv == "" || envName(m.APIKeyEnv), p+".api_key_env", notEnvName)
+		v.check(m.APIKeyEnv == "" || EnvName(m.APIKeyEnv), p+".api_key_env", NotEnvName)
 		v.check(m.MaxTokens > 0, p+".max_tokens", "must be > 0")
 		v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
 	}
@@ -219,7 +219,7 @@ func (c *Config) CheckEnv(getenv func(string) string) error {
 	for _, id := range sortedKeys(c.Models) {
 		// A value that is no variable name (Validate refuses it) may be
 		// the key itself: it must not reach an error or a log.
-		if name := c.Models[id].APIKeyEnv; name != "" && envName(name) {
+		if name := c.Models[id].APIKeyEnv; name != "" && EnvName(name) {
 			v.check(getenv(name) != "", "models."+id+".api_key_env",
 				fmt.Sprintf("environment variable %s is not set", name))
 		}
@@ -227,14 +227,14 @@ func (c *Config) CheckEnv(getenv func(string) string) error {
 	return v.err()
 }
 
-// notEnvName is the error of a key_env or api_key_env that is not a
-// variable name. It does not repeat the value, which may be a key pasted
-// in by mistake.
-const notEnvName = "must be the name of an environment variable (letters, digits, _), not the key itself"
+// NotEnvName is the message for a key_env or api_key_env that is not a
+// variable name (see EnvName). It does not repeat the value, which may be
+// a key pasted in by mistake.
+const NotEnvName = "must be the name of an environment variable (letters, digits, _), not the key itself"
 
-// envName reports whether s looks like an environment variable name:
+// EnvName reports whether s looks like an environment variable name:
 // letters, digits and underscores, not starting with a digit.
-func envName(s string) bool {
+func EnvName(s string) bool {
 	for i, r := range s {
 		if !(r == '_' || 'A' <= r && r <= 'Z' || 'a' <= r && r <= 'z' || i > 0 && '0' <= r && r <= '9') {
 			return false
