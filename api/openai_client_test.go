@@ -22,11 +22,9 @@ func openaiServer(t *testing.T, h *harness, key string) (*openai.Client, *httpte
 	ts := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(ts.Close)
 	if key == "" {
-		key = "unused"
+		return chatClient(ts), ts
 	}
-	cfg := openai.DefaultConfig(key)
-	cfg.BaseURL = ts.URL + "/v1"
-	return openai.NewClientWithConfig(cfg), ts
+	return keyClient(ts, key), ts
 }
 
 func userMsg(s string) openai.ChatCompletionMessage {
@@ -107,7 +105,7 @@ func TestOpenAIClientChatCompletionFields(t *testing.T) {
 
 func TestOpenAIClientChatStream(t *testing.T) {
 	for _, includeUsage := range []bool{false, true} {
-		h, ts := streamHarness(t, nil, time.Hour)
+		_, ts := streamHarness(t, nil, time.Hour)
 		client := chatClient(ts)
 		req := openai.ChatCompletionRequest{Model: "gpt-4o", Stream: true,
 			Messages: []openai.ChatCompletionMessage{userMsg("How do I return an item?")}}
@@ -141,7 +139,6 @@ func TestOpenAIClientChatStream(t *testing.T) {
 				t.Fatalf("chunk %+v", c)
 			}
 		}
-		_ = h
 	}
 }
 
@@ -177,9 +174,7 @@ func TestOpenAIClientErrors(t *testing.T) {
 		// 401, 403, 400.
 		h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{"sk-acme": "acme"} }})
 		good, ts := openaiServer(t, h, "sk-acme")
-		cfg := openai.DefaultConfig("sk-wrong")
-		cfg.BaseURL = ts.URL + "/v1"
-		apiError(t, "401", call(openai.NewClientWithConfig(cfg), req), 401, CodeUnauthorized)
+		apiError(t, "401", call(keyClient(ts, "sk-wrong"), req), 401, CodeUnauthorized)
 		empty := req
 		empty.Messages = []openai.ChatCompletionMessage{userMsg("  ")}
 		apiError(t, "400", call(good, empty), 400, CodeEmptyQuestion)

@@ -228,8 +228,11 @@ func TestAskStreamErrorsBeforeTheStreamAreJSON(t *testing.T) {
 }
 
 // chatStream opens a go-openai stream against the server.
-func chatClient(ts *httptest.Server) *openai.Client {
-	cfg := openai.DefaultConfig("unused")
+func chatClient(ts *httptest.Server) *openai.Client { return keyClient(ts, "unused") }
+
+// keyClient returns a go-openai client of ts's /v1 routes sending key.
+func keyClient(ts *httptest.Server, key string) *openai.Client {
+	cfg := openai.DefaultConfig(key)
 	cfg.BaseURL = ts.URL + "/v1"
 	return openai.NewClientWithConfig(cfg)
 }
