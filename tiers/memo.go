@@ -74,9 +74,10 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 	defer m.docsMu.Unlock()
 	if !m.docsDone {
 		n := max(k, m.K)
-		vr, ok := r.(retrieval.VectorRetriever)
+		vr, byVector := r.(retrieval.VectorRetriever)
+		byVector = byVector && m.Embedder != nil
 		var vec []float32
-		if ok && m.Embedder != nil {
+		if byVector {
 			var err error
 			if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
 				vec = retrieval.NoVector // rank lexically; do not embed again
@@ -85,7 +86,7 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 		if err := ctx.Err(); err != nil {
 			return nil, err // the retriever was not asked: not a failed retrieval
 		}
-		if ok && m.Embedder != nil {
+		if byVector {
 			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
 		} else {
 			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
