@@ -17,7 +17,9 @@
 //	              one whose context ends stops waiting then; the budget
 //	              counts from the caller's Ask, its wait included
 //	per tier, in order:
-//	  breaker     "tier/<name>": open -> skip (Attempt outcome breaker_open)
+//	  breaker     "tier/<name>": open -> skip (Attempt outcome breaker_open),
+//	              except for a static tier, the answer of last resort,
+//	              which is called even when its breaker was tripped
 //	  bulkhead    max concurrent calls, a bounded queue, a queue timeout:
 //	              full -> skip (bulkhead_full, EventBulkheadRejected)
 //	  time limit  a child context with timeout min(tier timeout, remaining

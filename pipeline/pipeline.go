@@ -155,6 +155,11 @@ type stage struct {
 	bulk     *bulkhead
 	after    time.Duration // the reserves of the stages after this one
 	cacheTyp string        // EventCache's Reason on a hit: "hit" or "stale" for cache tiers, else ""
+	// lastResort marks a static tier: the answer of last resort, which its
+	// breaker never takes out of the chain (a breaker tripped by hand or
+	// through a shared store would otherwise turn every failure into
+	// ErrExhausted).
+	lastResort bool
 }
 
 // docsWanter is a tier that retrieves documents: the Memo retrieves the
@@ -224,6 +229,7 @@ func New(opts Options) (*Pipeline, error) {
 		}
 		names[name] = true
 		s := &stage{Stage: st, name: name, source: st.Tier.Source()}
+		s.lastResort = s.source == tiers.SourceStatic
 		cfg := p.breakerConfig(st.Breaker)
 		s.breaker = p.breakers.GetWith("tier/"+name, cfg)
 		if st.Bulkhead != nil {

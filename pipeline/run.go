@@ -305,10 +305,12 @@ func (b budget) limit(s *stage, now time.Time) time.Duration {
 // breakers hear the outcome when the stream ends.
 func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, now time.Time, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
 	permit, berr := s.breaker.Allow()
-	if berr != nil {
+	if berr != nil && !s.lastResort {
 		r.record(Attempt{Tier: s.name, Outcome: OutcomeBreakerOpen})
 		return a, nil, false
 	}
+	// A static tier is called even when its breaker is open (permit is
+	// then the zero Permit, whose reports are no-ops).
 	tctx, cancel := context.WithDeadline(gctx, now.Add(limit))
 	defer cancel()
 	t0 := now // the call's time counts from the guards on
