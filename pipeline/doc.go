@@ -82,7 +82,9 @@
 //	                the question's language), done with Interrupted set;
 //	                continue: the next model tier continues the answer from
 //	                the partial text (a meta with Continued names it), or
-//	                the note when no model tier can.
+//	                the note when no model tier can. A stop for the
+//	                model's content filter always ends with the note: the
+//	                next model is not asked to carry on refused content.
 //
 // The breakers hear a stream's outcome when it ends: a break or stall
 // after commit is a failure (tiers.KindInterrupted); a receiver that went

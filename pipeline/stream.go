@@ -194,7 +194,9 @@ func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*
 		case a.Interrupted:
 			joined := sr.join(a)
 			sr.partial, sr.prompt = &joined, s.Stream.ContinuePrompt
-			if s.Stream.OnStreamBreak != OnStreamBreakContinue {
+			// A model that stopped for its content filter refused the
+			// content: the next model is not asked to carry it on.
+			if s.Stream.OnStreamBreak != OnStreamBreakContinue || tiers.KindOf(err) == tiers.KindContentFilter {
 				return sr.interrupted(ctx, r, start)
 			}
 		}
