@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"errors"
+	"net/url"
 	"strconv"
 
 	"github.com/ragfuse/ragfuse/breaker"
@@ -44,6 +45,12 @@ func describe(err error) string {
 		}
 	}
 	s := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		// net/http hides a URL's password but keeps its query, where some
+		// gateways take a key: the endpoint is named without either.
+		s = ue.Op + " " + endpoint(ue.URL) + ": " + ue.Err.Error()
+	}
 	const maxLen = 160
 	if len(s) > maxLen {
 		cut := maxLen
@@ -53,4 +60,14 @@ func describe(err error) string {
 		s = s[:cut] + "…"
 	}
 	return s
+}
+
+// endpoint returns raw, a URL, as scheme://host/path: without user
+// information, query or fragment.
+func endpoint(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(endpoint)"
+	}
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path}).String()
 }

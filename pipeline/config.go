@@ -41,7 +41,7 @@ type AuthKey struct {
 
 // ModelConfig is one OpenAI-compatible model endpoint.
 type ModelConfig struct {
-	BaseURL   string        `yaml:"base_url"`
+	BaseURL   string        `yaml:"base_url"`    // http or https, without query or fragment
 	APIKeyEnv string        `yaml:"api_key_env"` // empty: no key (e.g. local Ollama)
 	Model     string        `yaml:"model"`       // the provider's model name; default: the entry's key
 	MaxTokens int           `yaml:"max_tokens"`  // default 512

@@ -84,6 +84,8 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"kind", "tiers: [{kind: static}, {kind: oracle}]", `tiers[1].kind: unknown kind "oracle"`},
 		{"duplicate name", "tiers: [{kind: static}, {kind: static}]", `tiers[1].name: "static" is used by an earlier tier`},
 		{"base url", "models: {m: {base_url: \"ftp://x\"}}\ntiers: [{kind: static}]", "models.m.base_url: must be an http or https URL"},
+		{"base url query", "models: {m: {base_url: \"https://x/v1?key=sk-1\"}}\ntiers: [{kind: static}]", "models.m.base_url: must not carry a query"},
+		{"base url fragment", "models: {m: {base_url: \"https://x/v1#top\"}}\ntiers: [{kind: static}]", "models.m.base_url: must not carry a query"},
 		{"no tiers", "server: {addr: x}", "tiers: at least one tier is required"},
 		{"bulkhead", "tiers: [{kind: static, bulkhead: {max_concurrent: 0}}]", "tiers[0].bulkhead.max_concurrent: must be > 0"},
 		{"failure rate", models + "tiers: [{kind: llm, models: [m], breaker: {failure_rate: 2}}]", "tiers[0].breaker.failure_rate: must be <= 1"},

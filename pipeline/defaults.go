@@ -133,6 +133,10 @@ func (c *Config) Validate() error {
 		v.check(m.BaseURL != "", p+".base_url", "is required")
 		v.check(m.BaseURL == "" || err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "",
 			p+".base_url", "must be an http or https URL")
+		// go-openai appends the endpoint's path to base_url as a string: a
+		// query or fragment there would swallow it.
+		v.check(err != nil || u.RawQuery == "" && !u.ForceQuery && u.Fragment == "", p+".base_url",
+			"must not carry a query or fragment (the endpoint path is appended to it)")
 		v.check(m.APIKeyEnv == "" || EnvName(m.APIKeyEnv), p+".api_key_env", NotEnvName)
 		v.check(m.MaxTokens > 0, p+".max_tokens", "must be > 0")
 		v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
