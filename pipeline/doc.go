@@ -44,7 +44,8 @@
 //	timeout, connection, 5xx, malformed,      failure   next candidate / tier
 //	empty, 401/403, other errors
 //	429                                       ignored   the model cools down for Retry-After
-//	                                                    (or its cooldown); next candidate / tier
+//	                                                    (at most tiers.MaxRetryAfter, 24h; else
+//	                                                    its cooldown); next candidate / tier
 //	400 context length, content filter,       ignored   next tier
 //	other 400
 //	cache miss, no documents, all skipped     ignored   next tier
@@ -77,7 +78,9 @@
 //	                commit_after holds that many characters back first,
 //	                commit_after_duration that long after the first token
 //	                (whichever comes first).
-//	after commit    a break, stall or malformed chunk ends the answer:
+//	after commit    a break, stall or malformed chunk ends the answer
+//	                (once the model sent its finish reason, a lost usage
+//	                chunk or [DONE] does not: the answer is whole):
 //	                note: the partial answer, a note (InterruptedNote, in
 //	                the question's language), done with Interrupted set;
 //	                continue: the next model tier continues the answer from

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
@@ -90,20 +91,25 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 	return res, err
 }
 
+// MaxRetryAfter caps the wait a Retry-After asks for: a provider whose
+// quota is spent for days is cooled down this long, then tried again.
+const MaxRetryAfter = 24 * time.Hour
+
 // parseRetryAfter reads a Retry-After header given in seconds or as an
 // HTTP date; a date is taken relative to the response's Date header, so
 // no local clock is involved, or to the time of receipt when the response
-// has no readable Date (RFC 9110). It returns 0 when absent or unreadable.
+// has no readable Date (RFC 9110). A longer wait than MaxRetryAfter is cut
+// to it. It returns 0 when absent or unreadable.
 func parseRetryAfter(h http.Header) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
 	if v == "" {
 		return 0
 	}
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if !(secs > 0 && secs <= 24*3600) { // NaN too
+		if !(secs > 0) || math.IsInf(secs, 1) { // NaN too
 			return 0
 		}
-		return time.Duration(secs * float64(time.Second))
+		return time.Duration(min(secs, MaxRetryAfter.Seconds()) * float64(time.Second))
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
@@ -113,8 +119,8 @@ func parseRetryAfter(h http.Header) time.Duration {
 	if err != nil {
 		now = time.Now()
 	}
-	if d := at.Sub(now); d > 0 && d <= 24*time.Hour {
-		return d
+	if d := at.Sub(now); d > 0 {
+		return min(d, MaxRetryAfter)
 	}
 	return 0
 }

@@ -104,7 +104,10 @@ func continueMessages(msgs []openai.ChatCompletionMessage, question, partial, pr
 // outcome is released when its stream ends. A failure before commit moves
 // on to the next candidate; a failure after commit returns the partial
 // answer (Interrupted) and an *Error of KindInterrupted wrapping the cause,
-// or of KindCanceled when the caller went away or Emit failed.
+// of KindContentFilter when the model stopped for its content filter, or
+// of KindCanceled when the caller went away or Emit failed. Once the model
+// has sent its finish reason, losing the usage chunk or [DONE] is no
+// failure: the answer is whole, its usage counted from the chunks.
 func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answer, error) {
 	docs := l.documents(ctx, q)
 	msgs := buildMessages(l.system, q.Question, docs)

@@ -181,6 +181,12 @@ func (l *LLM) callStream(ctx context.Context, c Candidate, msgs []openai.ChatCom
 		if errors.Is(err, io.EOF) && (s.finish != "" || s.text.Len() == 0) {
 			break
 		}
+		if err != nil && s.finish != "" && ctx.Err() == nil && !isEmitError(err) {
+			// The model had finished its answer: only the usage chunk or
+			// [DONE] was lost (a broken connection, a stall). The answer
+			// is whole; its usage is then counted from the chunks.
+			break
+		}
 		if err == nil && s.text.Len() > 0 {
 			dog.text()
 		}
@@ -232,12 +238,9 @@ func (s *streamState) take(resp openai.ChatCompletionStreamResponse, dog *watchd
 // streamFailed turns a failure of a stream into the call's result: an
 // error before commit; the partial, Interrupted answer after.
 func (l *LLM) streamFailed(ctx, sctx context.Context, c Candidate, s *streamState, err error) (Answer, *Error) {
-	var (
-		e  *Error
-		ee *emitError
-	)
+	var e *Error
 	switch {
-	case errors.As(err, &ee):
+	case isEmitError(err):
 		e = &Error{Kind: KindCanceled, Tier: l.name, Model: c.ID, Err: err}
 	case errors.Is(err, errFiltered):
 		e = &Error{Kind: KindContentFilter, Tier: l.name, Model: c.ID, Err: err}
@@ -268,4 +271,10 @@ func (l *LLM) streamError(ctx, sctx context.Context, c Candidate, err error, ret
 		}
 	}
 	return classifyCall(l.name, c.ID, err, ctx.Err(), retryAfter)
+}
+
+// isEmitError reports whether err is the receiver's, from Emit.
+func isEmitError(err error) bool {
+	var ee *emitError
+	return errors.As(err, &ee)
 }
