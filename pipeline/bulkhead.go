@@ -26,21 +26,24 @@ func newBulkhead(c BulkheadConfig) *bulkhead {
 }
 
 // acquire takes a slot, waiting in the queue if there is room, until the
-// queue timeout or ctx is done. It reports whether a slot was taken; the
-// caller must then call release, and otherwise reject if the bulkhead
-// turned the call away (not when the caller went away).
-func (b *bulkhead) acquire(ctx context.Context) bool {
+// queue timeout, maxWait (if shorter) or ctx is done. It reports whether a
+// slot was taken; the caller must then call release, and otherwise reject
+// if the bulkhead turned the call away (not when the caller went away).
+func (b *bulkhead) acquire(ctx context.Context, maxWait time.Duration) bool {
 	select {
 	case b.sem <- struct{}{}:
 		return true
 	default:
 	}
-	if b.queued.Add(1) > b.maxQueue || b.queueTimeout <= 0 {
-		b.queued.Add(-1)
+	wait := min(b.queueTimeout, maxWait)
+	if wait <= 0 || b.queued.Add(1) > b.maxQueue {
+		if wait > 0 {
+			b.queued.Add(-1)
+		}
 		return false
 	}
 	defer b.queued.Add(-1)
-	t := time.NewTimer(b.queueTimeout)
+	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case b.sem <- struct{}{}:

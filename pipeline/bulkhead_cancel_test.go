@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,5 +58,52 @@ func TestBulkheadCallerLeavesQueue(t *testing.T) {
 	}
 	if st := p.Status().Bulkheads[0]; st.Rejected != 0 || st.Queued != 0 || st.InFlight != 0 {
 		t.Errorf("status = %+v, want nothing rejected, queued or in flight", st)
+	}
+}
+
+// TestBulkheadQueueKeepsTheTimeLimit: the time a call waits in a
+// bulkhead's queue is not taken from its time limit (breaker, bulkhead,
+// then time limiter): a queued call to a healthy tier gets the tier's
+// whole timeout when it leaves the queue, and its breaker hears no
+// timeout the queue caused. The queue wait runs on real time, as time
+// limits do; it is kept short.
+func TestBulkheadQueueKeepsTheTimeLimit(t *testing.T) {
+	const timeout, queued = 200 * time.Millisecond, 100 * time.Millisecond
+	fn, entered, release := gate("first")
+	var calls atomic.Int32
+	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		if calls.Add(1) == 1 {
+			return fn(ctx, q)
+		}
+		return tiers.Answer{Text: "second"}, nil
+	})
+	p, _ := newTestPipeline(t, Options{RequestTimeout: time.Minute, Tiers: []Stage{
+		{Tier: primary, Model: true, Timeout: timeout,
+			Bulkhead: &BulkheadConfig{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: time.Minute}},
+		{Tier: tier("static", tiers.SourceStatic, answers("sorry"))}}})
+
+	var wg sync.WaitGroup
+	wg.Go(func() { ask(t, p, "first") })
+	<-entered
+	got := make(chan *Result, 1)
+	go func() { got <- ask(t, p, "second") }()
+	deadline := time.Now().Add(5 * time.Second)
+	for p.Status().Bulkheads[0].Queued != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second question never queued")
+		}
+		runtime.Gosched()
+	}
+	time.Sleep(queued)
+	close(release)
+	res := <-got
+	wg.Wait()
+
+	if res.Source != tiers.SourcePrimary {
+		t.Fatalf("the queued question was answered by %s: %v", res.Source, outcomes(res))
+	}
+	given := primary.given()
+	if g := given[len(given)-1]; g < timeout-queued/2 {
+		t.Errorf("the queued call was given %v of its %v time limit", g, timeout)
 	}
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -43,5 +44,17 @@ func TestStaticTierIgnoresItsBreaker(t *testing.T) {
 		if a.Outcome != want[i] {
 			t.Errorf("attempt %d (%s): outcome %s, want %s", i, a.Tier, a.Outcome, want[i])
 		}
+	}
+}
+
+// TestStaticTierHasNoReserve: a tier whose source is static, whatever its
+// type, answers at once: the tiers before it keep back no time for it.
+func TestStaticTierHasNoReserve(t *testing.T) {
+	primary := tier("primary", tiers.SourcePrimary, answers("ok"))
+	static := tier("static", tiers.SourceStatic, answers("sorry"))
+	p, _ := newTestPipeline(t, Options{RequestTimeout: 10 * time.Second, Tiers: []Stage{{Tier: primary}, {Tier: static}}})
+	ask(t, p, "q")
+	if g := primary.given()[0]; g < 9900*time.Millisecond {
+		t.Errorf("primary was given %v of a 10s budget with only a static tier after it", g)
 	}
 }

@@ -278,7 +278,7 @@ func (p *Pipeline) reserve(s *stage) time.Duration {
 	if s.Reserve > 0 {
 		return s.Reserve
 	}
-	if _, ok := s.Tier.(*tiers.Static); ok {
+	if s.lastResort {
 		return 0
 	}
 	t := s.Timeout

@@ -29,9 +29,9 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 	r := new(run) // holds the flight too, if this caller leads it
 	// Identical questions in flight share one run. The leader runs it on
 	// its caller's goroutine; the others wait for it, each no longer than its
-	// own context. A flight whose leader's caller went away ends canceled;
-	// the callers still waiting then run the question again, up to a few
-	// times, each within what is left of its own budget.
+	// own context and budget. A flight whose leader's caller went away ends
+	// canceled; the callers still waiting then run the question again, up
+	// to a few times, each within what is left of its own budget.
 	for try := 0; ; try++ {
 		f, done := p.flights.join(key, &r.flight)
 		if done == nil {
@@ -39,15 +39,17 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 			p.flights.end(key, f, res, err)
 			return res, err
 		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+		waited := p.wait(ctx, done, start)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if isContextErr(f.err) && try < 2 {
+		if !waited || isContextErr(f.err) && try >= 2 {
+			// The flight outlasted this caller's budget (its leader asked
+			// later), or its leaders kept going away: the caller runs the
+			// question alone, with what is left of its own budget.
+			return p.lead(ctx, r, q, degraded, start)
+		}
+		if isContextErr(f.err) {
 			continue
 		}
 		res := shared(f.res)
@@ -57,6 +59,25 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		}
 		return res, f.err
 	}
+}
+
+// wait waits for done, a flight's end, no longer than ctx and the budget
+// of a question asked at start. It reports whether the flight ended.
+func (p *Pipeline) wait(ctx context.Context, done <-chan struct{}, start time.Time) bool {
+	var budgetOver <-chan time.Time
+	if d, ok := ctx.Deadline(); !ok || d.After(start.Add(p.timeout)) {
+		// The request timeout ends the budget before ctx does.
+		t := time.NewTimer(time.Until(start.Add(p.timeout)))
+		defer t.Stop()
+		budgetOver = t.C
+	}
+	select {
+	case <-done:
+		return true
+	case <-ctx.Done():
+	case <-budgetOver:
+	}
+	return false
 }
 
 // flightGroup holds the questions in flight by flight key. It stands in
@@ -112,16 +133,20 @@ func (g *flightGroup) end(key string, f *flight, res *Result, err error) {
 // pipeline's: the tiers' panics are caught where they are called) ends the
 // question with an error, and its flight with it.
 func (p *Pipeline) lead(ctx context.Context, r *run, q tiers.Query, degraded bool, start time.Time) (res *Result, err error) {
-	defer func() {
-		if e := recover(); e != nil {
-			res, err = nil, fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
-		}
-	}()
+	defer aborted(&res, &err)
 	if !p.inflight.enter() {
 		return nil, ErrClosed
 	}
 	defer p.inflight.leave()
 	return p.run(ctx, r, q, degraded, start)
+}
+
+// aborted, deferred, turns a panic of the pipeline's own code into the
+// question's error, with its stack.
+func aborted(res **Result, err *error) {
+	if e := recover(); e != nil {
+		*res, *err = nil, fmt.Errorf("pipeline: question aborted: %v\n%s", e, debug.Stack())
+	}
 }
 
 // admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
@@ -225,7 +250,7 @@ func (p *Pipeline) run(ctx context.Context, r *run, q tiers.Query, degraded bool
 			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
 			continue
 		}
-		a, err, ok := p.try(ctx, gctx, r, s, q, now, limit, nil)
+		a, err, ok := p.try(ctx, gctx, r, s, q, b, now, limit, nil)
 		if !ok {
 			continue
 		}
@@ -288,22 +313,30 @@ func (p *Pipeline) newBudget(ctx context.Context, start time.Time) budget {
 // limit returns the time limit of a call of s made at now: min(its
 // timeout, the time left less the reserves of the stages after it).
 func (b budget) limit(s *stage, now time.Time) time.Duration {
-	after := s.after
-	if b.total < b.timeout { // a caller's shorter deadline shrinks the reserves alike
-		after = time.Duration(float64(after) * float64(b.total) / float64(b.timeout))
-	}
-	limit := b.deadline.Sub(now) - after
+	limit := b.left(s, now)
 	if s.Timeout > 0 && s.Timeout < limit {
 		limit = s.Timeout
 	}
 	return limit
 }
 
-// try calls stage s under its guards; its time limiter cancels the call
-// limit after now. ok is false when s was skipped. With a stream request
+// left returns the time left to s at now: the time left less the reserves
+// of the stages after it.
+func (b budget) left(s *stage, now time.Time) time.Duration {
+	after := s.after
+	if b.total < b.timeout { // a caller's shorter deadline shrinks the reserves alike
+		after = time.Duration(float64(after) * float64(b.total) / float64(b.timeout))
+	}
+	return b.deadline.Sub(now) - after
+}
+
+// try calls stage s under its guards: breaker, bulkhead, time limiter.
+// The time limiter cancels the call limit (b's limit of s at now) after
+// it starts; a call that queued in the bulkhead gets its limit when it
+// leaves the queue. ok is false when s was skipped. With a stream request
 // sr, a tier that streams (tiers.StreamTier) is asked to stream; the
 // breakers hear the outcome when the stream ends.
-func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, now time.Time, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
+func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Query, b budget, now time.Time, limit time.Duration, sr *tiers.StreamRequest) (a tiers.Answer, err error, ok bool) {
 	permit, berr := s.breaker.Allow()
 	if berr != nil && !s.lastResort {
 		r.record(Attempt{Tier: s.name, Outcome: OutcomeBreakerOpen})
@@ -311,26 +344,22 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 	}
 	// A static tier is called even when its breaker is open (permit is
 	// then the zero Permit, whose reports are no-ops).
-	tctx, cancel := context.WithDeadline(gctx, now.Add(limit))
-	defer cancel()
 	t0 := now // the call's time counts from the guards on
 	if s.bulk != nil {
-		if !s.bulk.acquire(tctx) {
+		if !p.enqueue(ctx, r, s, b, now) {
 			permit.Done(breaker.Ignored)
-			if callerGone(ctx) {
-				// The caller went away while queued: the bulkhead did not
-				// turn it away.
-				r.record(Attempt{Tier: s.name, Outcome: string(tiers.KindCanceled), Duration: time.Since(t0)})
-				return a, nil, false
-			}
-			s.bulk.reject()
-			p.emit(Event{Kind: EventBulkheadRejected, Tenant: r.tenant, Tier: s.name})
-			r.record(Attempt{Tier: s.name, Outcome: OutcomeBulkheadFull})
 			return a, nil, false
 		}
 		defer s.bulk.release()
 		t0 = time.Now() // not the time in the queue
+		if limit = b.limit(s, t0); limit <= 0 && s != p.stages[len(p.stages)-1] {
+			permit.Done(breaker.Ignored)
+			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
+			return a, nil, false
+		}
 	}
+	tctx, cancel := context.WithDeadline(gctx, t0.Add(limit))
+	defer cancel()
 	r.mu.Lock()
 	r.stage = s
 	n := len(r.attempts)
@@ -364,6 +393,26 @@ func (p *Pipeline) try(ctx, gctx context.Context, r *run, s *stage, q tiers.Quer
 		a.Source = s.source
 	}
 	return a, err, true
+}
+
+// enqueue takes a slot of s's bulkhead for a call asked at now, waiting
+// in its queue no longer than its queue timeout and the time the budget
+// leaves to s (not the call's time limit: the call has not started). It
+// records why not when it takes none.
+func (p *Pipeline) enqueue(ctx context.Context, r *run, s *stage, b budget, now time.Time) bool {
+	ok := s.bulk.acquire(ctx, b.left(s, now))
+	switch {
+	case ok:
+	case callerGone(ctx):
+		// The caller went away while queued: the bulkhead did not turn
+		// it away.
+		r.record(Attempt{Tier: s.name, Outcome: string(tiers.KindCanceled), Duration: time.Since(now)})
+	default:
+		s.bulk.reject()
+		p.emit(Event{Kind: EventBulkheadRejected, Tenant: r.tenant, Tier: s.name})
+		r.record(Attempt{Tier: s.name, Outcome: OutcomeBulkheadFull})
+	}
+	return ok
 }
 
 // callerGone reports whether the caller's ctx has ended or reached its

@@ -102,9 +102,12 @@ var InterruptedNote = map[string]string{
 // note, then done with the Result, which Stream also returns. An error
 // from fn stops the stream at once (the upstream call is cancelled, its
 // breaker hears nothing) and is returned. Stream returns the same errors
-// as Ask otherwise; it sends no event when it returns an error.
-// Identical streamed questions do not share a run (no singleflight).
-func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (*Result, error) {
+// as Ask otherwise; it sends no event when it returns an error. A panic
+// in the pipeline's own code or in fn is returned as an error with its
+// stack, as Ask does. Identical streamed questions do not share a run (no
+// singleflight).
+func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (res *Result, err error) {
+	defer aborted(&res, &err)
 	start := time.Now() // the budget counts from here, admission included, as in Ask
 	degraded, err := p.admit(ctx, q)
 	if err != nil {
@@ -169,7 +172,7 @@ func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*
 		if streams {
 			req = sr.request(s)
 		}
-		a, err, ok := p.try(ctx, gctx, r, s, sr.q, now, limit, req)
+		a, err, ok := p.try(ctx, gctx, r, s, sr.q, b, now, limit, req)
 		if sr.err != nil {
 			return nil, sr.err
 		}
