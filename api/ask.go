@@ -157,12 +157,18 @@ func docRefs(res *pipeline.Result) []DocRef {
 	return out
 }
 
-// roundScore keeps three decimals, enough to rank and easy to read.
+// roundScore keeps three decimals, enough to rank and easy to read. Its
+// result is always finite, as JSON needs: NaN and ±Inf become 0, and a
+// score too large to scale is returned as it is.
 func roundScore(f float64) float64 {
-	if math.IsNaN(f) || math.IsInf(f, 0) { // no JSON form
+	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return 0
 	}
-	return math.Round(f*1000) / 1000
+	r := math.Round(f*1000) / 1000
+	if math.IsInf(r, 0) { // f*1000 overflowed
+		return f
+	}
+	return r
 }
 
 func attemptInfos(as []pipeline.Attempt) []AttemptInfo {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -192,12 +193,12 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	return req, nil
 }
 
-// checkQuestion validates a question: present, not only white space, at
-// most l.maxQuestion bytes and valid UTF-8. (encoding/json turns invalid
+// checkQuestion validates a question: present, not blank, at most
+// l.maxQuestion bytes and valid UTF-8. (encoding/json turns invalid
 // bytes and lone surrogate escapes into U+FFFD, so callers check the raw
 // body as well.)
 func checkQuestion(q string, l limits) error {
-	if strings.TrimSpace(q) == "" {
+	if blank(q) {
 		return newError(http.StatusBadRequest, CodeEmptyQuestion, "question is required")
 	}
 	if len(q) > l.maxQuestion {
@@ -208,6 +209,18 @@ func checkQuestion(q string, l limits) error {
 		return newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
 	}
 	return nil
+}
+
+// blank reports whether q has nothing to read: only white space and
+// invisible format characters (unicode.Cf: zero-width spaces and joiners,
+// the byte order mark, soft hyphens…).
+func blank(q string) bool {
+	for _, r := range q {
+		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
+			return false
+		}
+	}
+	return true
 }
 
 func checkSession(s string) error {

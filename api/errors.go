@@ -17,7 +17,7 @@ import (
 const (
 	CodeBadJSON          = "bad_json"           // 400: the body is not one JSON object of the expected shape
 	CodeUnknownField     = "unknown_field"      // 400: /v1/ask got a field it does not know
-	CodeEmptyQuestion    = "empty_question"     // 400: no question, or only white space
+	CodeEmptyQuestion    = "empty_question"     // 400: no question, or only white space and format characters
 	CodeInvalidUTF8      = "invalid_utf8"       // 400: the body is not valid UTF-8
 	CodeInvalidTenant    = "invalid_tenant"     // 400: tenant_id is not 1-64 of [A-Za-z0-9_.-]
 	CodeInvalidSession   = "invalid_session"    // 400: session_id is longer than 128 bytes

@@ -77,3 +77,34 @@ func TestLoneSurrogateIsInvalidUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestInvisibleQuestionIsEmpty: a question of nothing but white space and
+// invisible format characters (zero-width spaces, joiners, BOM) is an
+// empty question on every route and costs no model call; such characters
+// inside a question are left as they are.
+func TestInvisibleQuestionIsEmpty(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, tc := range []struct{ path, body string }{
+		{"/v1/ask", `{"question":"\u200b\u200b"}`},
+		{"/v1/ask", `{"question":" \u200d\n\ufeff\u2060 "}`},
+		{"/v1/ask/stream", `{"question":"\u200b"}`},
+		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"\u200b\u200b"}]}`},
+		{"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"\u200c "}]}]}`},
+	} {
+		w := h.do(http.MethodPost, tc.path, tc.body)
+		if w.Code != http.StatusBadRequest {
+			t.Errorf("%s %s: %d %s", tc.path, tc.body, w.Code, w.Body)
+			continue
+		}
+		if b := decodeError(t, w); b.Error.Code != CodeEmptyQuestion {
+			t.Errorf("%s %s: code %s", tc.path, tc.body, b.Error.Code)
+		}
+	}
+	if n := h.upstreamCalls(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+	req, err := decodeAsk([]byte(`{"question":"\u200bHow do I return an item?"}`), h.srv.lim)
+	if err != nil || req.Question != "\u200bHow do I return an item?" {
+		t.Fatalf("question %q, %v; want it unchanged", req.Question, err)
+	}
+}

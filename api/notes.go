@@ -158,21 +158,15 @@ func (nb *notebook) interrupted(lang string) string {
 
 // language picks the language of an Accept-Language header: the
 // supported language with the highest q (its primary subtag: "zh-CN"
-// counts as "zh"), or the default. Malformed parts are ignored.
+// counts as "zh"), or the default. Malformed parts, a q that is not a
+// number in [0, 1] among them, are ignored.
 func (nb *notebook) language(header string) string {
 	best, bestQ := nb.def, 0.0
 	for part := range strings.SplitSeq(header, ",") {
 		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		tag = strings.ToLower(strings.TrimSpace(tag))
-		q := 1.0
-		if p := strings.TrimSpace(params); strings.HasPrefix(p, "q=") {
-			v, err := strconv.ParseFloat(strings.TrimPrefix(p, "q="), 64)
-			if err != nil || v < 0 || v > 1 {
-				continue
-			}
-			q = v
-		}
-		if q <= bestQ || tag == "" {
+		q, ok := qValue(params)
+		if !ok || q <= bestQ || tag == "" {
 			continue
 		}
 		if _, ok := nb.notes[tag]; ok {
@@ -185,4 +179,22 @@ func (nb *notebook) language(header string) string {
 		}
 	}
 	return best
+}
+
+// qValue returns the weight in the parameters of one Accept-Language
+// entry: 1 without a q parameter (its name in any case, as RFC 9110
+// says), and ok false when q is not a number in [0, 1] (NaN included).
+func qValue(params string) (q float64, ok bool) {
+	for p := range strings.SplitSeq(params, ";") {
+		name, value, _ := strings.Cut(p, "=")
+		if !strings.EqualFold(strings.TrimSpace(name), "q") {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		if err != nil || !(v >= 0 && v <= 1) {
+			return 0, false
+		}
+		return v, true
+	}
+	return 1, true
 }

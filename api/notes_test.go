@@ -33,6 +33,47 @@ func TestNotebookLanguage(t *testing.T) {
 	}
 }
 
+// TestNotebookLanguageQValues: the q parameter is named in any case (RFC
+// 9110), and a q that is no number in [0, 1] (NaN among them) makes its
+// entry invalid instead of letting it win.
+func TestNotebookLanguageQValues(t *testing.T) {
+	nb, err := newNotebook("zh", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for header, want := range map[string]string{
+		"zh;Q=0.1, en;q=0.9":         "en",
+		"zh;q=0.1, en;Q=0.9":         "en",
+		"en;Q=0.1, zh;Q=0.9":         "zh",
+		"en ; Q=0.8, zh;q=0.5":       "en",
+		"en;level=1;q=0.9, zh;q=0.5": "en",
+		"en;q=NaN, zh;q=0.1":         "zh",
+		"en;q=nan":                   "zh",
+		"en;Q=NaN":                   "zh",
+		"en;q=+Inf, zh;q=0.1":        "zh",
+		"en;q=-0.5, zh;q=0.1":        "zh",
+		"en;q=1.5, zh;q=0.1":         "zh",
+		"en;q=, zh;q=0.1":            "zh",
+	} {
+		if got := nb.language(header); got != want {
+			t.Errorf("language(%q) = %q, want %q", header, got, want)
+		}
+	}
+	nb, err = newNotebook("en", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for header, want := range map[string]string{
+		"zh;q=NaN, en;q=0.1": "en",
+		"zh;Q=NaN":           "en",
+		"en;Q=0.1, zh;q=0.9": "zh",
+	} {
+		if got := nb.language(header); got != want {
+			t.Errorf("default en: language(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
+
 func TestNotebookDefaults(t *testing.T) {
 	nb, err := newNotebook("en", nil)
 	if err != nil {

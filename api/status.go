@@ -3,6 +3,7 @@ package api
 import (
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"time"
 
@@ -65,8 +66,8 @@ func (s *Server) status(c echo.Context) error {
 		Bulkheads:     nonNil(st.Bulkheads),
 		Caches:        nonNil(st.Caches),
 		KnowledgeBase: st.KnowledgeBase,
-		RateLimit: RateLimitInfo{GlobalRPS: st.RateLimit.GlobalRPS, GlobalBurst: st.RateLimit.GlobalBurst,
-			TenantRPS: st.RateLimit.TenantRPS, TenantBurst: st.RateLimit.TenantBurst, OnLimit: st.RateLimit.OnLimit},
+		RateLimit: RateLimitInfo{GlobalRPS: finiteRate(st.RateLimit.GlobalRPS), GlobalBurst: st.RateLimit.GlobalBurst,
+			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: st.RateLimit.OnLimit},
 		Store: st.Store,
 	}
 	for _, t := range st.Tiers {
@@ -76,6 +77,16 @@ func (s *Server) status(c echo.Context) error {
 		out.Breakers = append(out.Breakers, breakerInfo(b))
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// finiteRate returns rps, or 0 for NaN or ±Inf, which JSON cannot carry
+// (config validation refuses them, but a pipeline built as a library
+// skips it).
+func finiteRate(rps float64) float64 {
+	if math.IsNaN(rps) || math.IsInf(rps, 0) {
+		return 0
+	}
+	return rps
 }
 
 func breakerInfo(b breaker.Snapshot) BreakerInfo {

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 	"time"
@@ -125,11 +126,12 @@ func (w *streamWriter) write(b []byte) error {
 	return w.rc.Flush()
 }
 
-// event sends one named event with v as its JSON data line.
+// event sends one named event with v as its JSON data line. A v that
+// cannot be encoded is an *encodeError, not a client gone.
 func (w *streamWriter) event(name string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return &encodeError{err}
 	}
 	buf := make([]byte, 0, len(name)+len(data)+16)
 	if name != "" {
@@ -143,6 +145,13 @@ func (w *streamWriter) event(name string, v any) error {
 	return w.write(buf)
 }
 
+// encodeError is an event whose data could not be encoded: a failure on
+// this side, sent to the client as the stream's error.
+type encodeError struct{ err error }
+
+func (e *encodeError) Error() string { return "encoding a stream event: " + e.err.Error() }
+func (e *encodeError) Unwrap() error { return e.err }
+
 func (w *streamWriter) ping() error {
 	if w.keepalive != nil {
 		return w.write(w.keepalive)
@@ -152,7 +161,7 @@ func (w *streamWriter) ping() error {
 
 // streamSink receives a streamed question's events, shaped for one wire
 // format (ragfuse's SSE or OpenAI's chunks). An error means the client is
-// gone.
+// gone, unless it is an *encodeError.
 type streamSink interface {
 	event(e pipeline.StreamEvent) error
 	// failed reports an error after the stream started.
@@ -181,7 +190,20 @@ func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sin
 				tick.Stop() // nothing is sent after done
 			}
 			if err := sink.event(e); err != nil {
-				s.logStream(c, q, start, pump.abandon()) // the client is gone
+				end := pump.abandon()
+				var ee *encodeError
+				if !errors.As(err, &ee) {
+					s.logStream(c, q, start, end) // the client is gone
+					return nil
+				}
+				s.logStream(c, q, start, streamEnd{err: err})
+				if !w.started {
+					return err // a JSON 500, logged by errorHandler
+				}
+				s.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelError, "request failed",
+					slog.String("request_id", requestID(c)), slog.String("path", c.Path()),
+					slog.String("error", err.Error()))
+				_ = sink.failed(err)
 				return nil
 			}
 			if e.Kind != pipeline.StreamDone {

@@ -91,6 +91,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"failure rate", models + "tiers: [{kind: llm, models: [m], breaker: {failure_rate: 2}}]", "tiers[0].breaker.failure_rate: must be <= 1"},
 		{"commit_after_duration", models + "tiers: [{kind: llm, models: [m], commit_after_duration: -1s}]", "tiers[0].commit_after_duration: must be >= 0"},
 		{"store_from", "tiers: [{kind: semantic_cache, store_from: [static]}]", `tiers[0].store_from[0]: must be "primary" or "fallback"`},
+		{"infinite global_rps", "rate_limit: {global_rps: .inf}\ntiers: [{kind: static}]", "rate_limit.global_rps: must be a finite number"},
+		{"infinite tenant_rps", "rate_limit: {tenant_rps: .inf}\ntiers: [{kind: static}]", "rate_limit.tenant_rps: must be a finite number"},
+		{"NaN global_rps", "rate_limit: {global_rps: .nan}\ntiers: [{kind: static}]", "rate_limit.global_rps: must be a finite number"},
+		{"infinite similarity", "tiers: [{kind: semantic_cache, similarity: .inf}]", "tiers[0].similarity: must be a finite number"},
+		{"NaN similarity", "tiers: [{kind: stale_cache, similarity: .nan}]", "tiers[0].similarity: must be a finite number"},
+		{"infinite failure rate", models + "tiers: [{kind: llm, models: [m], breaker: {failure_rate: -.inf}}]", "tiers[0].breaker.failure_rate: must be a finite number"},
+		{"NaN slow call rate", "tiers: [{kind: static, breaker: {slow_call_rate: .nan}}]", "tiers[0].breaker.slow_call_rate: must be a finite number"},
+		{"infinite slow call rate", "tiers: [{kind: static, breaker: {slow_call_rate: -.Inf}}]", "tiers[0].breaker.slow_call_rate: must be a finite number"},
+		{"infinite open backoff", "tiers: [{kind: static, breaker: {open_backoff: .inf}}]", "tiers[0].breaker.open_backoff: must be a finite number"},
 		{"not yaml", "tiers: [", "pipeline: config: yaml:"},
 	}
 	for _, tt := range tests {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"slices"
 	"time"
@@ -142,8 +143,8 @@ func (c *Config) Validate() error {
 		v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
 	}
 	rl := c.RateLimit
-	v.check(rl.GlobalRPS >= 0, "rate_limit.global_rps", "must be >= 0")
-	v.check(rl.TenantRPS >= 0, "rate_limit.tenant_rps", "must be >= 0")
+	v.number(rl.GlobalRPS, rl.GlobalRPS >= 0, "rate_limit.global_rps", "must be >= 0")
+	v.number(rl.TenantRPS, rl.TenantRPS >= 0, "rate_limit.tenant_rps", "must be >= 0")
 	v.check(rl.GlobalBurst >= 0, "rate_limit.global_burst", "must be >= 0")
 	v.check(rl.TenantBurst >= 0, "rate_limit.tenant_burst", "must be >= 0")
 	v.check(c.Redis.OpTimeout >= 0, "redis.op_timeout", "must be >= 0")
@@ -171,11 +172,11 @@ func (c *Config) validateTier(v *validator, i int, names map[string]bool) {
 		v.check(b.Window >= 0, bp+".window", "must be >= 0")
 		v.check(b.WindowDuration >= 0, bp+".window_duration", "must be >= 0")
 		v.check(b.MinimumCalls >= 0, bp+".minimum_calls", "must be >= 0")
-		v.check(b.FailureRate <= 1, bp+".failure_rate", "must be <= 1 (negative disables it)")
-		v.check(b.SlowCallRate <= 1, bp+".slow_call_rate", "must be <= 1 (negative disables it)")
+		v.number(b.FailureRate, b.FailureRate <= 1, bp+".failure_rate", "must be <= 1 (negative disables it)")
+		v.number(b.SlowCallRate, b.SlowCallRate <= 1, bp+".slow_call_rate", "must be <= 1 (negative disables it)")
 		v.check(b.SlowCallDuration >= 0, bp+".slow_call_duration", "must be >= 0")
 		v.check(b.OpenDuration >= 0, bp+".open_duration", "must be >= 0")
-		v.check(b.OpenBackoff == 0 || b.OpenBackoff >= 1, bp+".open_backoff", "must be >= 1")
+		v.number(b.OpenBackoff, b.OpenBackoff == 0 || b.OpenBackoff >= 1, bp+".open_backoff", "must be >= 1")
 		v.check(b.MaxOpenDuration >= 0, bp+".max_open_duration", "must be >= 0")
 		v.check(b.HalfOpenMaxCalls >= 0, bp+".half_open_max_calls", "must be >= 0")
 		v.check(b.SuccessThreshold >= 0, bp+".success_threshold", "must be >= 0")
@@ -202,7 +203,7 @@ func (c *Config) validateTier(v *validator, i int, names map[string]bool) {
 	case KindSemanticCache, KindStaleCache:
 		_, ok := c.Models[t.Embedder]
 		v.check(t.Embedder == "hash" || ok, p+".embedder", fmt.Sprintf(`must be "hash" or a model under models:, not %q`, t.Embedder))
-		v.check(t.Similarity > 0 && t.Similarity <= 1, p+".similarity", "must be in (0, 1]")
+		v.number(t.Similarity, t.Similarity > 0 && t.Similarity <= 1, p+".similarity", "must be in (0, 1]")
 		v.check(t.TTL > 0, p+".ttl", "must be > 0")
 		v.check(t.MaxEntries > 0, p+".max_entries", "must be > 0")
 		v.check(t.Grace >= 0, p+".grace", "must be >= 0")
@@ -256,6 +257,16 @@ func (v *validator) check(ok bool, path, msg string) {
 	if !ok {
 		v.add(path, msg)
 	}
+}
+
+// number checks a float field: x must be finite (YAML's .inf and .nan
+// decode as floats), and then ok.
+func (v *validator) number(x float64, ok bool, path, msg string) {
+	if math.IsNaN(x) || math.IsInf(x, 0) {
+		v.add(path, "must be a finite number")
+		return
+	}
+	v.check(ok, path, msg)
 }
 
 func (v *validator) err() error {
