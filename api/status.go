@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -23,6 +24,13 @@ type StatusResponse struct {
 	KnowledgeBase pipeline.KnowledgeBaseInfo `json:"knowledge_base"`
 	RateLimit     RateLimitInfo              `json:"rate_limit"`
 	Store         pipeline.StoreStatus       `json:"store"`
+	Cooldowns     []CooldownInfo             `json:"cooldowns"`
+}
+
+// CooldownInfo is a model this instance skips after a 429, until Until.
+type CooldownInfo struct {
+	Model string    `json:"model"`
+	Until time.Time `json:"until"`
 }
 
 // RateLimitInfo is the admission configuration in force.
@@ -68,7 +76,11 @@ func (s *Server) status(c echo.Context) error {
 		KnowledgeBase: st.KnowledgeBase,
 		RateLimit: RateLimitInfo{GlobalRPS: finiteRate(st.RateLimit.GlobalRPS), GlobalBurst: st.RateLimit.GlobalBurst,
 			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: st.RateLimit.OnLimit},
-		Store: st.Store,
+		Store:     st.Store,
+		Cooldowns: make([]CooldownInfo, 0, len(st.Cooldowns)),
+	}
+	for _, c := range st.Cooldowns {
+		out.Cooldowns = append(out.Cooldowns, CooldownInfo{Model: c.Model, Until: c.Until.UTC()})
 	}
 	for _, t := range st.Tiers {
 		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
@@ -193,13 +205,18 @@ func (s *Server) guardsStaticTier(name string) bool {
 }
 
 // resetBreaker serves POST /v1/admin/breakers/reset: force a breaker
-// closed with an empty window.
+// closed with an empty window; a model's breaker ("model/<id>") also ends
+// that model's cooldown after a 429 on this instance.
 func (s *Server) resetBreaker(c echo.Context) error {
 	b, err := s.breakerFromBody(c)
 	if err != nil {
 		return err
 	}
 	b.Reset()
-	s.log.Info("breaker reset by request", "breaker", b.Name(), "request_id", requestID(c))
+	cooled := false
+	if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
+		cooled = s.p.EndCooldown(id)
+	}
+	s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "request_id", requestID(c))
 	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
 }

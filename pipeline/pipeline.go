@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -459,6 +460,32 @@ func (c *cooldowns) active(id string, now func() time.Time) bool {
 		return false
 	}
 	return ok
+}
+
+// list returns the models cooling down at now, by name.
+func (c *cooldowns) list(now time.Time) []CooldownStatus {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []CooldownStatus
+	for id, t := range c.until {
+		if now.Before(t) {
+			out = append(out, CooldownStatus{Model: id, Until: t})
+		}
+	}
+	slices.SortFunc(out, func(a, b CooldownStatus) int { return strings.Compare(a.Model, b.Model) })
+	return out
+}
+
+// end ends the cooldown of id, reporting whether it was active at now.
+func (c *cooldowns) end(id string, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.until[id]
+	if ok {
+		delete(c.until, id)
+		c.n.Store(int32(len(c.until)))
+	}
+	return ok && now.Before(t)
 }
 
 func (c *cooldowns) set(id string, until time.Time) {

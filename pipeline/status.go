@@ -16,6 +16,13 @@ type Status struct {
 	KnowledgeBase KnowledgeBaseInfo  `json:"knowledge_base"`
 	RateLimit     RateLimitConfig    `json:"rate_limit"`
 	Store         StoreStatus        `json:"store"`
+	Cooldowns     []CooldownStatus   `json:"cooldowns"`
+}
+
+// CooldownStatus is a model skipped after a 429, until Until.
+type CooldownStatus struct {
+	Model string    `json:"model"`
+	Until time.Time `json:"until"`
 }
 
 // TierStatus describes one tier of the chain.
@@ -76,5 +83,12 @@ func (p *Pipeline) Status() Status {
 	if h, ok := p.storeHealth.(healther); ok {
 		st.Store.Healthy = h.Healthy()
 	}
+	st.Cooldowns = p.cool.list(p.clock.Now())
 	return st
 }
+
+// EndCooldown ends the cooldown of model id (a candidate's ID), so that
+// it is called again at once, and reports whether it was cooling down.
+// The cooldowns are this pipeline's own: other instances sharing the
+// breaker store keep theirs.
+func (p *Pipeline) EndCooldown(id string) bool { return p.cool.end(id, p.clock.Now()) }

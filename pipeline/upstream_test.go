@@ -123,13 +123,34 @@ func TestRateLimitedModelCoolsDown(t *testing.T) {
 	if c := r.srv.Stats(bigModel).Calls; c != 1 {
 		t.Fatalf("%d calls reached the cooling model, want 1", c)
 	}
+	if cs := r.p.Status().Cooldowns; len(cs) != 1 || cs[0].Model != bigModel || !cs[0].Until.Equal(r.clk.Now().Add(5*time.Second)) {
+		t.Fatalf("status cooldowns %+v, want %s for 5s", cs, bigModel)
+	}
 	r.clk.Advance(5 * time.Second)
+	if cs := r.p.Status().Cooldowns; len(cs) != 0 {
+		t.Fatalf("status cooldowns %+v after the cooldown", cs)
+	}
 	r.srv.ClearFault(bigModel)
 	if res = r.ask(t, "q3"); res.Source != tiers.SourcePrimary || r.srv.Stats(bigModel).Calls != 2 {
 		t.Fatalf("after the cooldown: %v", outcomes(res))
 	}
 	if s := r.state("model/" + bigModel); s != breaker.StateClosed {
 		t.Fatalf("429 hurt the breaker: %v", s)
+	}
+}
+
+// TestEndCooldown: a model's cooldown ended by hand (an operator who knows
+// its quota is back) lets the next question call it.
+func TestEndCooldown(t *testing.T) {
+	r := newRig(t, Options{})
+	r.srv.SetFault(bigModel, llmtest.Fault{Mode: llmtest.ModeRateLimit, RetryAfter: time.Hour})
+	r.ask(t, "q1")
+	r.srv.ClearFault(bigModel)
+	if !r.p.EndCooldown(bigModel) || r.p.EndCooldown(bigModel) || r.p.EndCooldown("no-such-model") {
+		t.Fatal("EndCooldown reports the wrong cooldowns as ended")
+	}
+	if res := r.ask(t, "q2"); res.Source != tiers.SourcePrimary {
+		t.Fatalf("after EndCooldown: %v", outcomes(res))
 	}
 }
 
