@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
 	"slices"
 
@@ -59,6 +61,9 @@ func (s *Server) demoSetFault(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := unitlessDuration(body); err != nil {
+		return err
+	}
 	var f llmtest.Fault
 	if err := decodeStrict(body, &f, false); err != nil {
 		return err
@@ -88,4 +93,20 @@ func (s *Server) demoClearFaults(c echo.Context) error {
 	s.demo.ClearFaults()
 	s.log.Info("demo faults cleared", "request_id", requestID(c))
 	return s.demoFaults(c)
+}
+
+// unitlessDuration refuses a fault whose delay or retry_after is a bare
+// number: llmtest would read 5 as 5ns, where a person means 5s. Durations
+// are strings such as "2s", as in the configuration.
+func unitlessDuration(body []byte) error {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(body, &fields) != nil {
+		return nil // decodeStrict reports it
+	}
+	for _, name := range []string{"delay", "retry_after"} {
+		if v := bytes.TrimSpace(fields[name]); len(v) > 0 && v[0] != '"' && !bytes.Equal(v, []byte("null")) {
+			return newError(http.StatusBadRequest, CodeBadFault, name+": want a duration string such as \"2s\"")
+		}
+	}
+	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
@@ -182,6 +183,10 @@ func TestDemoRoutes(t *testing.T) {
 	}{
 		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"explode"}`, 400},
 		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"latency","delay":"-1s"}`, 400},
+		// A bare number would be nanoseconds: 5 means 5ns, never what is meant.
+		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"latency","delay":5}`, 400},
+		{"PUT", "/v1/demo/faults/" + modelPrimary, `{"mode":"rate_limit","retry_after":2}`, 400},
+		{"PUT", "/v1/demo/faults/" + modelFallback, `{"mode":"latency","delay":"5ms"}`, 200},
 		{"PUT", "/v1/demo/faults/no-such-model", `{"mode":"hang"}`, 404},
 		{"GET", "/v1/demo/faults/" + modelPrimary, "", 200},
 		{"DELETE", "/v1/demo/faults/" + modelPrimary, "", 200},
@@ -301,4 +306,53 @@ func TestGracefulShutdown(t *testing.T) {
 		t.Fatal("the server still accepts connections")
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// TestDrainDelay: with server.drain_delay, a stopping server answers
+// /readyz with 503 and still serves questions for that long, so that a load
+// balancer polling /readyz stops routing to it before its listener closes.
+func TestDrainDelay(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	h := newHarness(t, harnessOptions{config: func(c *pipeline.Config) { c.Server.DrainDelay = delay }})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- h.srv.Serve(ctx, l) }()
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get(url + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz before the stop: %v %v", resp, err)
+	}
+	resp.Body.Close()
+
+	stopped := time.Now()
+	cancel()
+	for code := 0; code != http.StatusServiceUnavailable; { // until Serve has seen the stop
+		resp, err = c.Get(url + "/readyz")
+		if err != nil || time.Since(stopped) > delay {
+			t.Fatalf("readyz while draining: %v (last status %d), want 503", err, code)
+		}
+		code = resp.StatusCode
+		resp.Body.Close()
+	}
+	resp, err = c.Post(url+"/v1/ask", "application/json", strings.NewReader(`{"question":"How do I return an item?"}`))
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("a question while draining: %v %v, want 200", resp, err)
+	}
+	resp.Body.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+	if took := time.Since(stopped); took < delay {
+		t.Errorf("Serve returned %v after the stop, before the drain delay %v", took, delay)
+	}
+	c.CloseIdleConnections()
+	if _, err := c.Get(url + "/healthz"); err == nil {
+		t.Fatal("the server still accepts connections after the drain")
+	}
 }

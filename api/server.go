@@ -116,6 +116,7 @@ func withServerDefaults(sc pipeline.ServerConfig) pipeline.ServerConfig {
 	sc.MaxQuestionBytes = max(sc.MaxQuestionBytes, 0)
 	sc.MaxBodyBytes = max(sc.MaxBodyBytes, 0)
 	sc.ShutdownGrace = max(sc.ShutdownGrace, 0)
+	sc.DrainDelay = max(sc.DrainDelay, 0)
 	sc.Defaults()
 	return sc
 }
@@ -172,10 +173,12 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, l)
 }
 
-// Serve serves on l until ctx is done. It then stops accepting new
-// connections, marks the server not ready, and waits up to the shutdown
-// grace for in-flight requests to finish before cutting the rest. It
-// returns nil after a clean shutdown.
+// Serve serves on l until ctx is done. It then marks the server not
+// ready (/readyz 503) and goes on serving for the drain delay, so that a
+// load balancer polling /readyz stops sending new requests; then it stops
+// accepting connections and waits up to the shutdown grace for in-flight
+// requests to finish before cutting the rest. It returns nil after a clean
+// shutdown.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{
 		Handler:           s.e,
@@ -192,6 +195,16 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	if d := s.srv.DrainDelay; d > 0 {
+		s.log.Info("draining: not ready, still serving", slog.Duration("drain_delay", d))
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case err := <-errc:
+			t.Stop()
+			return err
+		}
+	}
 	s.log.Info("shutting down", slog.Duration("grace", s.srv.ShutdownGrace))
 	sctx, cancel := context.WithTimeout(context.Background(), s.srv.ShutdownGrace)
 	defer cancel()

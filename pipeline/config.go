@@ -24,6 +24,7 @@ type ServerConfig struct {
 	MaxQuestionBytes int           `yaml:"max_question_bytes"` // default 4096
 	MaxBodyBytes     int           `yaml:"max_body_bytes"`     // default 64 KiB
 	ShutdownGrace    time.Duration `yaml:"shutdown_grace"`     // default 15s
+	DrainDelay       time.Duration `yaml:"drain_delay"`        // on SIGINT/SIGTERM, /readyz is 503 this long before the listener closes; default 0
 	DefaultLanguage  string        `yaml:"default_language"`   // "zh" or "en"; default "zh"
 }
 

@@ -121,6 +121,7 @@ func (c *Config) Validate() error {
 	v.check(s.MaxQuestionBytes > 0, "server.max_question_bytes", "must be > 0")
 	v.check(s.MaxBodyBytes > 0, "server.max_body_bytes", "must be > 0")
 	v.check(s.ShutdownGrace >= 0, "server.shutdown_grace", "must be >= 0")
+	v.check(s.DrainDelay >= 0, "server.drain_delay", "must be >= 0")
 	v.check(s.DefaultLanguage == "zh" || s.DefaultLanguage == "en", "server.default_language", `must be "zh" or "en"`)
 	for i, k := range c.Auth.Keys {
 		p := fmt.Sprintf("auth.keys[%d]", i)
