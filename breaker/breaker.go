@@ -126,7 +126,8 @@ func (b *Breaker) since() time.Duration {
 // ErrTooManyProbes while half-open with every probe slot taken. It does not
 // wait for other callers; the one call that can take time is the Store's
 // AcquireProbe, made (outside the lock) for the first probe of a half-open
-// period.
+// period. A later probe of the period, admitted under that lease, is void
+// when the lease ends if that comes before Config.ProbeTimeout.
 func (b *Breaker) Allow() (Permit, error) {
 	p := b.cur.Load()
 	if p.state == StateClosed {
@@ -167,8 +168,14 @@ func (b *Breaker) allowSlow() (Permit, error) {
 	}
 	b.probeSeq++
 	id := b.probeSeq
-	p.probes = append(p.probes, probe{id: id, deadline: now.Add(b.cfg.ProbeTimeout)})
 	acquire := b.store != nil && !now.Before(p.leaseUntil)
+	deadline := now.Add(b.cfg.ProbeTimeout)
+	if b.store != nil && !acquire && p.leaseUntil.Before(deadline) {
+		// Under a lease taken earlier: when it ends, another instance may
+		// take it and probe, so this probe must be over by then.
+		deadline = p.leaseUntil
+	}
+	p.probes = append(p.probes, probe{id: id, deadline: deadline})
 	p.acquiring = acquire
 	b.mu.Unlock()
 	b.deliverIf(changed)

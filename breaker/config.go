@@ -58,8 +58,9 @@ type Config struct {
 	OpenDuration time.Duration
 
 	// OpenBackoff, if > 1, multiplies the open duration after each failed
-	// probe, up to MaxOpenDuration. The duration goes back to OpenDuration
-	// when the breaker closes. 0 or 1 means no growth.
+	// probe, up to MaxOpenDuration. With a Store, the failed probes of other
+	// instances count too (see Breaker.Apply). The duration goes back to
+	// OpenDuration when the breaker closes. 0 or 1 means no growth.
 	OpenBackoff float64
 
 	// MaxOpenDuration caps the growth of the open duration. 0 means
@@ -75,8 +76,10 @@ type Config struct {
 	SuccessThreshold int
 
 	// ProbeTimeout voids a probe permit that has not reported within it: its
-	// slot is freed and its late report is ignored. 0 means OpenDuration, but
-	// at least one second.
+	// slot is freed and its late report is ignored. It is also the length of
+	// the Store's probe lease; a probe admitted under a lease taken earlier
+	// is void when the lease ends, if that is sooner. 0 means OpenDuration,
+	// but at least one second.
 	ProbeTimeout time.Duration
 
 	// Clock tells the time. nil means SystemClock.

@@ -90,7 +90,11 @@ func (b *Breaker) Reset() {
 // Shared{State: StateOpen} opens the breaker until OpenUntil (or for the
 // current open duration when OpenUntil is zero; an OpenUntil already past
 // is ignored), StateHalfOpen ends a local open time early, and StateClosed
-// closes the breaker.
+// closes the breaker. A breaker that is OPEN or HALF_OPEN when it hears of
+// an open time longer than its own open duration takes that time (up to
+// MaxOpenDuration) as its open duration, so that OpenBackoff grows the open
+// time on failed probes made by any instance; a CLOSED breaker, which hears
+// of a fresh trip, keeps OpenDuration.
 func (b *Breaker) Apply(s Shared) {
 	if s.Origin != 0 && s.Origin == b.id {
 		return
@@ -106,6 +110,14 @@ func (b *Breaker) Apply(s Shared) {
 		}
 		if !until.After(now) {
 			break
+		}
+		if p.state != StateClosed {
+			// An open time announced while this breaker is open or
+			// half-open follows a failed probe elsewhere (or extends the
+			// open time): take it as the open duration to grow from, so
+			// that backoff counts the cluster's failed probes. A CLOSED
+			// breaker hears a fresh trip, which must not grow it.
+			b.openFor = max(b.openFor, min(until.Sub(now), b.cfg.MaxOpenDuration))
 		}
 		if p.state == StateOpen {
 			b.extendLocked(p, until, false)

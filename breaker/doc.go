@@ -13,9 +13,12 @@
 //
 // The window is count-based (the last Config.Window outcomes) or, when
 // Config.WindowDuration is set, time-based: Config.WindowBuckets buckets that
-// expire one at a time as the clock moves. A slow call is a Success that took
-// at least Config.SlowCallDuration. A slow call is still a success: it resets
-// the consecutive-failure count and is judged only by the slow-call rate.
+// expire one at a time as the clock moves. If the clock steps back by
+// WindowDuration or more, the time window starts again, empty, from the new
+// time; after a smaller step back, outcomes go into the newest bucket. A
+// slow call is a Success that took at least Config.SlowCallDuration. A slow
+// call is still a success: it resets the consecutive-failure count and is
+// judged only by the slow-call rate.
 // Ignored outcomes (a cancelled caller, a request at fault) count nowhere.
 // The rates are judged after every recorded outcome.
 //
@@ -54,8 +57,10 @@
 //
 // A Store shares state between processes: local transitions are published
 // to it, a half-open breaker takes the Store's probe lease before probing,
-// so that one instance in the cluster probes, and CLOSED outcomes are
-// recorded for cluster-wide aggregation. The CLOSED path makes no call that
+// so that one instance in the cluster probes (a probe is void when the
+// lease it was admitted under ends), and CLOSED outcomes are recorded for
+// cluster-wide aggregation. A failed probe on any instance grows the open
+// time of every instance, as one on this instance would. The CLOSED path makes no call that
 // can block. MemoryStore is an in-process Store for tests and simulations;
 // package redisstore shares state through Redis.
 //

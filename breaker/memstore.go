@@ -14,10 +14,12 @@ import (
 // Attacher). Publish delivers the announcement synchronously to every
 // attached breaker of that name through Apply (the announcer ignores its
 // own). AcquireProbe grants one lease per name at a time, timed with the
-// store's clock. Record aggregates the outcomes of all attached breakers of
-// a name in one window, configured like the first breaker attached under
-// that name, and trips all of them when the aggregate crosses the
-// thresholds; the aggregate restarts on every published transition.
+// store's clock; as in the Redis store, publishing an OPEN (a trip or a
+// failed probe) frees it for the next half-open period. Record aggregates
+// the outcomes of all attached breakers of a name in one window, configured
+// like the first breaker attached under that name, and trips all of them
+// when the aggregate crosses the thresholds; the aggregate restarts on
+// every published transition.
 type MemoryStore struct {
 	clock Clock
 
@@ -76,10 +78,15 @@ func (m *MemoryStore) Detach(b *Breaker) {
 	m.breakers[b.name] = bs
 }
 
-// Publish hands s to every attached breaker named name.
+// Publish hands s to every attached breaker named name. An OPEN frees the
+// probe lease of name: the new open period's half-open period takes a new
+// one.
 func (m *MemoryStore) Publish(name string, s Shared) {
 	m.mu.Lock()
 	delete(m.agg, name)
+	if s.State == StateOpen {
+		delete(m.leases, name)
+	}
 	targets := slices.Clone(m.breakers[name])
 	m.mu.Unlock()
 	for _, b := range targets {

@@ -27,9 +27,10 @@ type Store interface {
 	Record(name string, o Outcome, slow bool)
 	// AcquireProbe asks for the exclusive right, held for lease, to probe
 	// half-open breaker name. A breaker that gets it probes without asking
-	// again until the lease ends; one that does not rejects the call with
-	// ErrTooManyProbes. A store that cannot reach its backend should answer
-	// true, so that an outage degrades to local behaviour.
+	// again until the lease ends, and its probes are void by then; one that
+	// does not rejects the call with ErrTooManyProbes. A store that cannot
+	// reach its backend should answer true, so that an outage degrades to
+	// local behaviour.
 	AcquireProbe(name string, lease time.Duration) bool
 }
 

@@ -232,3 +232,83 @@ func TestApply(t *testing.T) {
 		t.Fatalf("changes = %v", h.Changes())
 	}
 }
+
+// TestProbeEndsWithLease guards the rule that only one instance in the
+// cluster probes a half-open breaker. A probe admitted under a store lease
+// taken earlier in the period must be void when that lease ends, not
+// ProbeTimeout after its own start: once the lease is over another instance
+// may take it and probe, and the two probes would then run at once.
+func TestProbeEndsWithLease(t *testing.T) {
+	clk, rs := cluster(t, 2, breaker.Config{OpenDuration: 10 * time.Second})
+	a, b := rs[0].Get("m"), rs[1].Get("m")
+	a.Trip()
+	clk.Advance(10 * time.Second)
+	p1, err := a.Allow() // takes the store lease for 10s
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(9 * time.Second)
+	p1.Done(breaker.Ignored)
+	p2, err := a.Allow() // under the same lease, 1s before it ends
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(2 * time.Second) // the lease is over
+	_, err = b.Allow()
+	if n := a.Snapshot().ProbesInFlight + b.Snapshot().ProbesInFlight; n > 1 {
+		t.Errorf("%d probes in flight in the cluster (b.Allow: %v)", n, err)
+	}
+	p2.Done(breaker.Success)
+}
+
+// TestBackoffGrowsAcrossInstances guards the open-time backoff of a
+// cluster: consecutive failed probes grow the open time by OpenBackoff
+// whichever instance made them (10s, 20s, 40s), because a breaker that is
+// not CLOSED takes a longer announced open time as its own. A fresh trip
+// after the cluster closed starts again at OpenDuration on every instance.
+func TestBackoffGrowsAcrossInstances(t *testing.T) {
+	clk, rs := cluster(t, 2, breaker.Config{OpenDuration: 10 * time.Second,
+		OpenBackoff: 2, MaxOpenDuration: time.Hour, ProbeTimeout: time.Second})
+	a, b := rs[0].Get("m"), rs[1].Get("m")
+	openFor := func(step string, want time.Duration) {
+		t.Helper()
+		for i, x := range []*breaker.Breaker{a, b} {
+			if s := x.Snapshot(); s.State != open || s.OpenUntil.Sub(clk.Now()) != want {
+				t.Errorf("%s: instance %d %v for %v, want open for %v", step, i, s.State, s.OpenUntil.Sub(clk.Now()), want)
+			}
+		}
+	}
+	a.Trip()
+	openFor("first trip", 10*time.Second)
+	clk.Advance(10 * time.Second)
+	callOn(t, a, breaker.Failure)
+	openFor("first failed probe, on a", 20*time.Second)
+	clk.Advance(20 * time.Second)
+	callOn(t, b, breaker.Failure)
+	openFor("second failed probe in a row, on b", 40*time.Second)
+	clk.Advance(40 * time.Second)
+	callOn(t, a, breaker.Success)
+	if a.State() != closed || b.State() != closed {
+		t.Fatalf("states %v %v after a successful probe, want both closed", a.State(), b.State())
+	}
+	b.Trip()
+	openFor("trip after the close", 10*time.Second)
+}
+
+// TestMemoryStoreFailedProbeFreesLease guards the lease of a MemoryStore:
+// publishing an OPEN frees it, as the Redis store does, so that the next
+// half-open period can take it. With an open time shorter than the probe
+// timeout, a lone breaker whose probe failed is half-open again before its
+// old lease would end, and must still be able to probe.
+func TestMemoryStoreFailedProbeFreesLease(t *testing.T) {
+	clk := breaker.NewManualClock(t0)
+	b := breaker.New("m", breaker.Config{Clock: clk, Store: breaker.NewMemoryStore(clk),
+		OpenDuration: 500 * time.Millisecond}) // ProbeTimeout: 1s
+	b.Trip()
+	clk.Advance(500 * time.Millisecond)
+	callOn(t, b, breaker.Failure)
+	clk.Advance(500 * time.Millisecond)
+	if _, err := b.Allow(); err != nil {
+		t.Errorf("half-open breaker, no probe in flight anywhere: Allow = %v, state %v", err, b.State())
+	}
+}

@@ -76,6 +76,26 @@ func TestClosedTrips(t *testing.T) {
 	}
 }
 
+// TestTimeWindowClockStepBack guards a time window against a clock that
+// steps back (a wall clock corrected by NTP, a ManualClock moved back) by a
+// whole window or more: the window starts again from the new time, so its
+// outcomes expire as that time moves on, rather than piling up in the old
+// newest bucket until the clock passes its old high-water mark.
+func TestTimeWindowClockStepBack(t *testing.T) {
+	h := newHarness(t, timeWin)
+	wait(time.Hour)(h)
+	ok(1)(h)
+	wait(-time.Hour)(h) // the clock is corrected back
+	fail(1)(h)
+	counts(1, 1, 0, 1)(h)
+	wait(5 * time.Minute)(h)
+	counts(0, 0, 0, 1)(h) // a 10s window holds nothing from 5 minutes ago
+	ok(1)(h)
+	fail(1)(h)
+	want(closed)(h) // 1 of 2 calls failed: below MinimumCalls
+	counts(2, 1, 0, 1)(h)
+}
+
 // base opens for 10s, grows by 2 per failed probe up to 30s, and times
 // probes out after 5s.
 var base = breaker.Config{

@@ -200,10 +200,13 @@ func (w *window) recordTime(code uint32, at time.Duration) int64 {
 	e := h
 	if lo := h * w.width; h < 0 || int64(at) < lo || int64(at)-lo >= w.width {
 		e = w.epoch(at)
-		if e > h {
+		switch {
+		case e > h:
 			w.advanceTo(e)
-		} else if e < h {
-			e = h // the clock stepped back, or at was read before a move: use the newest bucket
+		case h-e >= int64(len(w.buckets)):
+			e = w.rewindTo(e) // the clock stepped back a whole window or more
+		case e < h:
+			e = h // the clock stepped back a little, or at was read before a move: use the newest bucket
 		}
 	}
 	b := &w.buckets[e%int64(len(w.buckets))]
@@ -230,8 +233,16 @@ func (w *window) advanceTo(e int64) {
 	if e <= h {
 		return
 	}
+	w.emptyLocked(h+1, e)
+	w.head.Store(e)
+}
+
+// emptyLocked empties the buckets of epochs from to e (at most the last
+// len(w.buckets) of them) and labels them with their epochs. from must not
+// be negative. w.advance must be held.
+func (w *window) emptyLocked(from, e int64) {
 	n := int64(len(w.buckets))
-	for k := max(h+1, e-n+1); k <= e; k++ {
+	for k := max(from, e-n+1); k <= e; k++ {
 		b := &w.buckets[k%n]
 		b.epoch.Store(math.MinInt64) // readers skip it while it is emptied
 		b.calls.Store(0)
@@ -239,11 +250,42 @@ func (w *window) advanceTo(e int64) {
 		b.slow.Store(0)
 		b.epoch.Store(k)
 	}
+}
+
+// rewindTo moves head back to epoch e, a whole window or more behind it,
+// and empties the window. The clock stepped back: what the window holds was
+// recorded at times that now lie ahead, and would stay in the window until
+// the clock caught up with them. It returns the epoch to record in, which is
+// not e if another reporter rewound the window meanwhile.
+func (w *window) rewindTo(e int64) int64 {
+	w.advance.Lock()
+	defer w.advance.Unlock()
+	h := w.head.Load()
+	n := int64(len(w.buckets))
+	if h-e < n { // rewound meanwhile: as in recordTime
+		if e <= h {
+			return h
+		}
+		w.emptyLocked(h+1, e)
+		w.head.Store(e)
+		return e
+	}
+	for i := range w.buckets {
+		// Out of every reader's range; emptied before it is labelled again.
+		w.buckets[i].epoch.Store(math.MinInt64)
+	}
+	w.lastBad.Store(-1)
+	w.judged.Store(-1)
+	w.emptyLocked(max(e-n+1, 0), e)
 	w.head.Store(e)
+	return e
 }
 
 // counts returns what the window holds at time at. Buckets that have
 // expired by then are left out even if no call has moved the window yet.
+// A time a whole window or more behind the head (the clock stepped back)
+// finds the window empty, as the next outcome will (see rewindTo); a time
+// less far behind counts up to the head.
 func (w *window) counts(at time.Duration) counts {
 	if w.slots != nil {
 		// The counters are read before seq: an outcome's seq is counted
@@ -256,7 +298,11 @@ func (w *window) counts(at time.Duration) counts {
 		c.slow = min(c.slow, c.calls-c.failures)
 		return c
 	}
-	e := max(w.epoch(at), w.head.Load())
+	e, h := w.epoch(at), w.head.Load()
+	if h-e >= int64(len(w.buckets)) {
+		return counts{}
+	}
+	e = max(e, h)
 	var c counts
 	for i := range w.buckets {
 		b := &w.buckets[i]

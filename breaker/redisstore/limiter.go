@@ -30,9 +30,12 @@ func (s *Store) Limiter() *Limiter {
 
 // Allow takes one token for key from a limit of rps per second with bursts
 // of burst (0 means max(1, rps)), and reports whether it was granted. A
-// non-positive rps means no limit. It returns ErrUnavailable at once while
-// the store is unhealthy, and the call's error (after at most OpTimeout)
-// when Redis does not answer; the caller should then use a local limiter.
+// non-positive rps means no limit; rates above 1e9 are cut to it, and a rate
+// so low that a token takes longer than the longest time.Duration (below
+// about 1.08e-10 per second) gives a token every 292 years or so. It returns
+// ErrUnavailable at once while the store is unhealthy, and the call's error
+// (after at most OpTimeout) when Redis does not answer; the caller should
+// then use a local limiter.
 func (l *Limiter) Allow(ctx context.Context, key string, rps float64, burst int) (bool, error) {
 	if !(rps > 0) {
 		return true, nil
@@ -44,7 +47,7 @@ func (l *Limiter) Allow(ctx context.Context, key string, rps float64, burst int)
 	if burst <= 0 {
 		burst = max(1, int(math.Min(rps, math.MaxInt32)))
 	}
-	limit := redis_rate.Limit{Rate: 1, Burst: burst, Period: time.Duration(float64(time.Second) / rps)}
+	limit := redis_rate.Limit{Rate: 1, Burst: burst, Period: period(rps)}
 	opCtx, cancel := context.WithTimeout(ctx, l.s.cfg.OpTimeout)
 	defer cancel()
 	res, err := l.rl.Allow(opCtx, key, limit) // redis_rate adds "rate:"
@@ -57,6 +60,19 @@ func (l *Limiter) Allow(ctx context.Context, key string, rps float64, burst int)
 		return false, err
 	}
 	return res.Allowed > 0, nil
+}
+
+// period returns the time one token takes to come back at rps tokens per
+// second (0 < rps <= maxRPS). Below about 1.08e-10 per second that time
+// does not fit a time.Duration, and the conversion would overflow to a
+// bogus (negative) period; it is capped at the longest Duration, about 292
+// years, which no process outlives.
+func period(rps float64) time.Duration {
+	p := float64(time.Second) / rps
+	if !(p < math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return time.Duration(p)
 }
 
 // isConnErr reports whether err says Redis is unreachable rather than that

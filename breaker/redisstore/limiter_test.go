@@ -79,3 +79,25 @@ func TestLimiterCallerCancelKeepsHealthy(t *testing.T) {
 		t.Fatalf("a caller's cancellation marked Redis unreachable; logs:\n%s", ns[0].log.all())
 	}
 }
+
+// TestLimiterTinyRate guards rates so low that one token takes longer than
+// a time.Duration can hold (below about 1.08e-10 per second): the period
+// must not overflow to a negative value that lets calls through, so a
+// burst of 1 grants exactly one call.
+func TestLimiterTinyRate(t *testing.T) {
+	ns := cluster(t, 1, breaker.Config{})
+	l := ns[0].st.Limiter()
+	allowed := 0
+	for range 10 {
+		ok, err := l.Allow(context.Background(), "tiny", 1e-11, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok {
+			allowed++
+		}
+	}
+	if allowed != 1 {
+		t.Errorf("burst 1 at 1e-11/s: %d of 10 allowed, want 1", allowed)
+	}
+}
