@@ -3,50 +3,112 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/pipeline/drill"
 )
 
+// drillSettings are the protection settings --settings accepts.
+var drillSettings = []string{drill.SettingNone, drill.SettingBreaker, drill.SettingFull}
+
 // runDrill plays a fault scenario and writes report.json, report.md and
-// report.png into --out; it prints the Markdown report.
+// report.png into --out; it prints the Markdown report. Over HTTP
+// (--target) it fails, after writing the report, when every question
+// failed.
 func runDrill(ctx context.Context, args []string, e *env) error {
-	fs := newFlagSet("drill", "--scenario FILE --out DIR [--speed N] [--settings none,breaker,full] [--target URL]", e)
+	fs := newFlagSet("drill", "--scenario FILE --out DIR [--speed N] [--settings none,breaker,full | --target URL [--api-key-env NAME]]", e)
 	scenario := fs.String("scenario", "", "scenario file (YAML), e.g. testdata/scenarios/primary-outage.yaml")
 	out := fs.String("out", "", "directory for report.json, report.md and report.png")
-	speed := fs.Float64("speed", 1, "divide every duration of the scenario by N (and multiply its rates)")
-	settings := fs.String("settings", strings.Join(drill.DefaultSettings, ","), "protection settings to play, one after another")
-	target := fs.String("target", "", "base URL of a running ragfuse server to drive over HTTP instead")
+	speed := fs.Float64("speed", 1, fmt.Sprintf("divide every duration of the scenario by N (and multiply its rates); at most %d", drill.MaxSpeed))
+	settings := fs.String("settings", strings.Join(drill.DefaultSettings, ","), "protection settings to play, one after another (not with --target)")
+	target := fs.String("target", "", "base URL of a running ragfuse server to drive over HTTP instead (the scenario's faults are not injected)")
+	keyEnv := fs.String("api-key-env", "", "with --target: the environment variable holding an API key of the server (auth.keys), sent as a bearer token; the key decides the tenant")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *scenario == "" || *out == "" || !(*speed > 0) { // !(> 0) refuses NaN too
-		fmt.Fprintln(e.stderr, "--scenario and --out are required, and --speed must be positive")
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	usage := func(msg string) error {
+		fmt.Fprintln(e.stderr, msg)
 		fs.Usage()
 		return errUsage
+	}
+	if *scenario == "" || *out == "" || !(*speed > 0) { // !(> 0) refuses NaN too
+		return usage("--scenario and --out are required, and --speed must be positive")
+	}
+	if *speed > drill.MaxSpeed {
+		return usage(fmt.Sprintf("--speed must be at most %d", drill.MaxSpeed))
+	}
+	if *target != "" {
+		if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return usage("--target must be an http or https URL, e.g. http://127.0.0.1:8080")
+		}
+	}
+	var list []string
+	if set["settings"] {
+		if *target != "" {
+			return usage("--settings cannot be used with --target: a running server plays the protections of its own configuration")
+		}
+		for s := range strings.SplitSeq(*settings, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			if !slices.Contains(drillSettings, s) {
+				return usage(fmt.Sprintf("--settings: unknown setting %q (want %s)", s, strings.Join(drillSettings, ", ")))
+			}
+			list = append(list, s)
+		}
+		if len(list) == 0 {
+			return usage("--settings: name at least one of " + strings.Join(drillSettings, ", "))
+		}
+	}
+	var key string
+	if set["api-key-env"] {
+		switch {
+		case *target == "":
+			return usage("--api-key-env needs --target: an in-process drill asks no server")
+		case !pipeline.EnvName(*keyEnv): // the key itself, pasted by mistake, is not repeated
+			return usage("--api-key-env " + pipeline.NotEnvName)
+		}
+		if key = strings.TrimSpace(e.getenv(*keyEnv)); key == "" {
+			return fmt.Errorf("--api-key-env: environment variable %s is empty or unset", *keyEnv)
+		}
 	}
 	sc, err := drill.LoadScenario(*scenario)
 	if err != nil {
 		return err
 	}
-	var list []string
-	for s := range strings.SplitSeq(*settings, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			list = append(list, s)
-		}
-	}
-	rep, err := drill.Run(ctx, drill.Options{Scenario: sc, Settings: list, Speed: *speed, Target: *target})
+	rep, err := drill.Run(ctx, drill.Options{Scenario: sc, Settings: list, Speed: *speed, Target: *target, APIKey: key})
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
 	var md bytes.Buffer
 	if err := drill.WriteMarkdown(&md, rep); err != nil {
+		return err
+	}
+	if err := writeReport(*out, rep, md.Bytes()); err != nil {
+		return err
+	}
+	if _, err := e.stdout.Write(md.Bytes()); err != nil {
+		return err
+	}
+	if *target != "" {
+		return allFailed(rep, key != "", *out)
+	}
+	return nil
+}
+
+// writeReport writes report.md (md, rep in Markdown), report.json and
+// report.png into dir.
+func writeReport(dir string, rep *drill.Report, md []byte) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
 	var js, img bytes.Buffer
@@ -56,11 +118,33 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	if err := drill.WritePNG(&img, rep); err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{"report.md": md.Bytes(), "report.json": js.Bytes(), "report.png": img.Bytes()} {
-		if err := os.WriteFile(filepath.Join(*out, name), b, 0o644); err != nil {
+	for name, b := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "report.png": img.Bytes()} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}
 	}
-	_, err = e.stdout.Write(md.Bytes())
-	return err
+	return nil
+}
+
+// allFailed returns an error naming the causes when no question of rep
+// was answered, nil otherwise. withKey says whether an API key was sent.
+func allFailed(rep *drill.Report, withKey bool, dir string) error {
+	for _, s := range rep.Settings {
+		if !s.AllFailed() {
+			continue
+		}
+		msg := fmt.Sprintf("every one of the %d questions failed", s.Questions)
+		if c := s.Causes(); c != "" {
+			msg += " (" + c + ")"
+		}
+		if s.Errors["HTTP 401"] > 0 || s.Errors["HTTP 403"] > 0 {
+			if withKey {
+				msg += "; the server refused the API key, or the key's tenant"
+			} else {
+				msg += "; the server wants an API key: pass --api-key-env NAME"
+			}
+		}
+		return fmt.Errorf("%s; the report is in %s", msg, dir)
+	}
+	return nil
 }

@@ -5,7 +5,7 @@
 //
 //	ragfuse serve [--config FILE] [--addr ADDR] [--demo-faults model=mode,...] [--log-json]
 //	ragfuse chaos [--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N] [--faults model=mode,...]
-//	ragfuse drill --scenario FILE --out DIR [--speed N] [--settings none,breaker,full] [--target URL]
+//	ragfuse drill --scenario FILE --out DIR [--speed N] [--settings none,breaker,full | --target URL [--api-key-env NAME]]
 //	ragfuse help [command]
 //
 // Without --config, serve runs an embedded demo: the bundled knowledge

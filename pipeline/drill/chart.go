@@ -89,8 +89,10 @@ func panel(r *Report, s *SettingReport) (*plot.Plot, error) {
 		p.Title.Text = r.Scenario + ": no setting ran"
 		return p, nil
 	}
-	p.Title.Text = fmt.Sprintf("%s: %s — availability %s, p99 %s, %d calls to failing models",
-		r.Scenario, s.Setting, percent(s.Availability), ms(s.Latency.P99), s.FailingCalls)
+	p.Title.Text = fmt.Sprintf("%s: %s — availability %s, p99 %s", r.Scenario, s.Setting, percent(s.Availability), ms(s.Latency.P99))
+	if !s.OverHTTP {
+		p.Title.Text += fmt.Sprintf(", %d calls to failing models", s.FailingCalls)
+	}
 	p.Add(shade{windows: r.Faults})
 	bySource := map[string]plotter.XYs{}
 	for _, pt := range s.Samples {

@@ -3,9 +3,11 @@
 //
 // A Scenario (YAML, see ParseScenario) names a pipeline configuration, a
 // fault timeline per model, a load (an open-loop rate or a closed-loop
-// concurrency, a duration and a warm-up) and a question set. Run plays the
-// scenario once per protection setting against a fresh in-process
-// tiers/llmtest upstream:
+// concurrency, a duration and a warm-up) and a question set. Paths written
+// in a scenario are relative to its file; a config_file is read as
+// ragfuse serve --config reads it, its knowledge_base.path relative to the
+// working directory. Run plays the scenario once per protection setting
+// against a fresh in-process upstream:
 //
 //	none     tiers tried in order with only their per-call timeouts: no
 //	         breakers, no budget reserve, no bulkheads, no rate limits, no
@@ -14,23 +16,38 @@
 //	full     everything the configuration sets: breakers, budget, bulkheads,
 //	         rate limits, the semantic and stale caches
 //
+// The upstream serves each phase of a model's fault timeline with a
+// tiers/llmtest server of its own, chosen when a call arrives: the fault a
+// call meets and the counters it is counted in are one decision, so calls
+// and tokens sent to failing models are exact even at a switch.
+//
 // The settings run one after another, never side by side, so that they do
-// not compete for the CPU and their latencies can be compared. With a
-// Speed above 1 every duration (the timeline, the load's duration and
-// warm-up, tier timeouts, breaker periods, bulkhead queue timeouts, fault
-// delays) is divided by Speed and every rate multiplied by it: the same
-// questions in the same pattern, compressed in time. Reports are written
+// not compete for the CPU and their latencies can be compared. Questions
+// are timed from when the load says they are due: a driver that falls
+// behind moves no warm-up question into the measured window, its lag
+// counts in the latencies, and the report warns.
+//
+// With a Speed above 1 every duration (the timeline, the load's duration
+// and warm-up, tier timeouts, breaker periods, bulkhead queue timeouts,
+// fault delays) is divided by Speed and every rate multiplied by it: the
+// same questions in the same pattern, compressed in time. Reports are written
 // in scenario time (measured durations multiplied by Speed). Retry-After
 // headers are whole seconds, so a 429 storm compresses only as far as
 // that allows.
 //
 // With Options.Target set, Run drives a running server's POST /v1/ask over
-// HTTP instead, as the single setting "target"; faults are then the
-// running upstream's business.
+// HTTP instead, as the single setting "target", with Options.APIKey as a
+// bearer token if set (the key then decides the tenant). The scenario's
+// faults are not injected and nothing behind the server is seen: the
+// report has no failing window, and the figures and goals about failing
+// models, tokens and breakers are marked not measured. Answers other than
+// 200 are counted by HTTP status.
 //
 // A Report holds, per setting: answers by source, availability, latency
 // percentiles (overall and while a model was failing), calls and tokens
 // sent to failing models, breaker transitions, calls to a failing model
-// per open period, peak goroutines and heap, and the goals of the
-// primary-outage drill. WriteJSON, WriteMarkdown and WritePNG render it.
+// per open period, peak goroutines and heap, the goals of the
+// primary-outage drill (met, missed, or not measured), and warnings: every
+// question failed, or the load driver fell behind. WriteJSON,
+// WriteMarkdown and WritePNG render it.
 package drill

@@ -7,20 +7,32 @@ import (
 	"time"
 )
 
-// asker asks question i and returns the source of the answer, "" for
-// none.
-type asker func(ctx context.Context, i int) string
+// outcome is how one question ended: the source of its answer, or
+// sourceError and, when known, the cause.
+type outcome struct {
+	source string
+	cause  string // e.g. "HTTP 401"; "" when answered
+}
+
+// asker asks question i and returns how it ended.
+type asker func(ctx context.Context, i int) outcome
 
 // result is one question as the driver timed it.
 type result struct {
-	sent    time.Time
-	latency time.Duration
-	source  string
+	// due is when the load says the question is asked: its scheduled time
+	// in an open loop, the moment a client turns to it in a closed loop.
+	due     time.Time
+	lag     time.Duration // how much later the driver actually asked it
+	latency time.Duration // from due until it ended, the lag included
+	outcome
 }
 
 // drive sends questions through ask following load (already scaled to
 // real time) from start for warmup+duration, and returns when every
-// question sent has ended. Each question is bounded by limit.
+// question sent has ended. Each question is bounded by limit. Questions
+// are timed from when they were due, so a driver that falls behind neither
+// moves warm-up questions into the measured window nor hides its lag from
+// the latencies; each result says how late it was asked.
 func drive(ctx context.Context, load Load, start time.Time, limit time.Duration, ask asker) []result {
 	var (
 		mu  sync.Mutex
@@ -28,12 +40,12 @@ func drive(ctx context.Context, load Load, start time.Time, limit time.Duration,
 		wg  sync.WaitGroup
 	)
 	end := start.Add(load.Warmup + load.Duration)
-	one := func(i int) {
+	one := func(i int, due time.Time) {
 		qctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
-		t0 := time.Now()
-		src := ask(qctx, i)
-		r := result{sent: t0, latency: time.Since(t0), source: src}
+		lag := max(time.Since(due), 0)
+		o := ask(qctx, i)
+		r := result{due: due, lag: lag, latency: time.Since(due), outcome: o}
 		mu.Lock()
 		out = append(out, r)
 		mu.Unlock()
@@ -48,7 +60,7 @@ func drive(ctx context.Context, load Load, start time.Time, limit time.Duration,
 					i := next
 					next++
 					nmu.Unlock()
-					one(i)
+					one(i, time.Now())
 				}
 			})
 		}
@@ -73,7 +85,7 @@ func drive(ctx context.Context, load Load, start time.Time, limit time.Duration,
 		if ctx.Err() != nil {
 			break
 		}
-		wg.Go(func() { one(i) })
+		wg.Go(func() { one(i, at) })
 	}
 	wg.Wait()
 	return out

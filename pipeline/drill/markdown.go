@@ -37,6 +37,10 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		fmt.Fprintf(&b, ", run at speed %g (times are scenario time: measured, multiplied by %g)", r.Speed, r.Speed)
 	}
 	b.WriteString(".\n")
+	if r.Target != "" {
+		fmt.Fprintf(&b, "Driven over HTTP against %s: the scenario's faults are not injected, and what happens behind "+
+			"the server (calls and tokens to its models, its breakers) is not measured.\n", r.Target)
+	}
 	if len(r.Faults) > 0 {
 		b.WriteString("Failing: ")
 		for i, f := range r.Faults {
@@ -48,6 +52,11 @@ func WriteMarkdown(w io.Writer, r *Report) error {
 		b.WriteString(".\n")
 	}
 	b.WriteString("\n")
+	for _, s := range r.Settings {
+		for _, w := range s.Warnings {
+			fmt.Fprintf(&b, "**Warning (%s): %s**\n\n", s.Setting, w)
+		}
+	}
 	markdownTable(&b, r)
 	markdownGoals(&b, r)
 	markdownTransitions(&b, r)
@@ -72,19 +81,32 @@ func markdownTable(b *strings.Builder, r *Report) {
 		}
 		row(name, func(s *SettingReport) string { return fmt.Sprint(s.BySource[src]) })
 	}
+	for _, c := range causesOf(r) {
+		row("not answered: "+c, func(s *SettingReport) string { return fmt.Sprint(s.Errors[c]) })
+	}
+	// upstream shows a figure of what happens behind the pipeline, which a
+	// drill over HTTP cannot see.
+	upstream := func(cell func(s *SettingReport) string) func(s *SettingReport) string {
+		return func(s *SettingReport) string {
+			if s.OverHTTP {
+				return naHTTP
+			}
+			return cell(s)
+		}
+	}
 	row("availability (model or cache)", func(s *SettingReport) string { return percent(s.Availability) })
 	row("answered at all", func(s *SettingReport) string { return percent(s.Answered) })
 	row("latency p50 / p95 / p99", func(s *SettingReport) string {
 		return ms(s.Latency.P50) + " / " + ms(s.Latency.P95) + " / " + ms(s.Latency.P99)
 	})
-	row("p99 while failing", func(s *SettingReport) string { return orNA(s.FaultLatency.N > 0, s.FaultLatency.P99) })
-	row("fallback's healthy p99", func(s *SettingReport) string { return orNA(s.FallbackP99 > 0, s.FallbackP99) })
-	row("calls to failing models", func(s *SettingReport) string { return fmt.Sprint(s.FailingCalls) })
-	row("tokens to failing models", func(s *SettingReport) string {
+	row("p99 while failing", upstream(func(s *SettingReport) string { return orNA(s.FaultLatency.N > 0, s.FaultLatency.P99) }))
+	row("fallback's healthy p99", upstream(func(s *SettingReport) string { return orNA(s.FallbackP99 > 0, s.FallbackP99) }))
+	row("calls to failing models", upstream(func(s *SettingReport) string { return fmt.Sprint(s.FailingCalls) }))
+	row("tokens to failing models", upstream(func(s *SettingReport) string {
 		return fmt.Sprintf("%d of %d (%s)", s.FailingTokens, s.Tokens, percent(s.Waste))
-	})
-	row("breaker transitions", func(s *SettingReport) string { return fmt.Sprint(len(s.Transitions)) })
-	row("calls per open period", func(s *SettingReport) string {
+	}))
+	row("breaker transitions", upstream(func(s *SettingReport) string { return fmt.Sprint(len(s.Transitions)) }))
+	row("calls per open period", upstream(func(s *SettingReport) string {
 		if len(s.OpenPeriods) == 0 {
 			return "never opened"
 		}
@@ -93,9 +115,17 @@ func markdownTable(b *strings.Builder, r *Report) {
 			parts[i] = fmt.Sprint(p.Calls)
 		}
 		return strings.Join(parts, ", ")
+	}))
+	own := func(s *SettingReport) string {
+		if s.OverHTTP {
+			return " (the drill's own)"
+		}
+		return ""
+	}
+	row("peak goroutines", func(s *SettingReport) string { return fmt.Sprint(s.PeakGoroutines) + own(s) })
+	row("peak heap", func(s *SettingReport) string {
+		return fmt.Sprintf("%.1f MiB", float64(s.PeakHeap)/(1<<20)) + own(s)
 	})
-	row("peak goroutines", func(s *SettingReport) string { return fmt.Sprint(s.PeakGoroutines) })
-	row("peak heap", func(s *SettingReport) string { return fmt.Sprintf("%.1f MiB", float64(s.PeakHeap)/(1<<20)) })
 	b.WriteString("\n")
 }
 
@@ -127,11 +157,15 @@ func markdownGoals(b *strings.Builder, r *Report) {
 				b.WriteString(" |")
 				continue
 			}
-			mark := "missed"
-			if s.Goals[i].Met {
-				mark = "met"
+			g := s.Goals[i]
+			switch {
+			case g.Unmeasured:
+				fmt.Fprintf(b, " %s |", g.Got)
+			case g.Met:
+				fmt.Fprintf(b, " met: %s |", g.Got)
+			default:
+				fmt.Fprintf(b, " missed: %s |", g.Got)
 			}
-			fmt.Fprintf(b, " %s: %s |", mark, s.Goals[i].Got)
 		}
 		b.WriteString("\n")
 	}
@@ -145,7 +179,11 @@ func markdownTransitions(b *strings.Builder, r *Report) {
 		if s.Note != "" {
 			fmt.Fprintf(b, "%s\n\n", s.Note)
 		}
-		if len(s.Transitions) == 0 {
+		switch {
+		case s.OverHTTP:
+			b.WriteString("Not visible over HTTP.\n")
+			continue
+		case len(s.Transitions) == 0:
 			b.WriteString("None.\n")
 			continue
 		}
@@ -158,6 +196,21 @@ func markdownTransitions(b *strings.Builder, r *Report) {
 			fmt.Fprintf(b, "| %s | %s | %s | %s |\n", dur(t.At), t.Key, t.From, t.To)
 		}
 	}
+}
+
+// causesOf returns the causes of unanswered questions in any setting,
+// sorted.
+func causesOf(r *Report) []string {
+	var out []string
+	for _, s := range r.Settings {
+		for c := range s.Errors {
+			if !slices.Contains(out, c) {
+				out = append(out, c)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // sourcesOf returns the sources seen in any setting, in sourceOrder.

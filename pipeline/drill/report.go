@@ -1,8 +1,12 @@
 package drill
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"maps"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -10,13 +14,18 @@ import (
 // setting, in the order they ran. Times are scenario time (measured times
 // multiplied by Speed). A Report is a plain value.
 type Report struct {
-	Scenario    string           `json:"scenario"`
-	Description string           `json:"description,omitempty"`
-	Speed       float64          `json:"speed"`
-	Duration    time.Duration    `json:"duration"`
-	Warmup      time.Duration    `json:"warmup"`
-	Faults      []Window         `json:"faults"` // when each model was failing
-	Settings    []*SettingReport `json:"settings"`
+	Scenario    string        `json:"scenario"`
+	Description string        `json:"description,omitempty"`
+	Speed       float64       `json:"speed"`
+	Duration    time.Duration `json:"duration"`
+	Warmup      time.Duration `json:"warmup"`
+	// Target is the server driven over HTTP (its URL without user
+	// information), "" for a drill in process.
+	Target string `json:"target,omitempty"`
+	// Faults are when each model was failing; empty over HTTP, where the
+	// scenario's faults are not injected.
+	Faults   []Window         `json:"faults"`
+	Settings []*SettingReport `json:"settings"`
 }
 
 // Latency holds latency percentiles and the count they were taken over.
@@ -49,20 +58,33 @@ type OpenPeriod struct {
 }
 
 // Goal is one goal of the primary-outage drill, checked on one setting.
-// It is a plain value.
+// An Unmeasured goal could not be checked (Got says why): it is neither
+// met nor missed. It is a plain value.
 type Goal struct {
-	Name string `json:"name"`
-	Want string `json:"want"`
-	Got  string `json:"got"`
-	Met  bool   `json:"met"`
+	Name       string `json:"name"`
+	Want       string `json:"want"`
+	Got        string `json:"got"`
+	Met        bool   `json:"met"`
+	Unmeasured bool   `json:"unmeasured,omitempty"`
 }
 
 // SettingReport is what one protection setting did under the scenario.
 // It is a plain value.
 type SettingReport struct {
-	Setting   string         `json:"setting"`
+	Setting string `json:"setting"`
+	// OverHTTP marks the setting that drove a server over HTTP: only what
+	// the questions' answers tell was measured. The upstream's figures
+	// (FaultLatency, FallbackP99, FailingCalls, FailingTokens, Tokens,
+	// Waste, Transitions, OpenPeriods) are then zero and not measured, and
+	// PeakGoroutines and PeakHeap are the drill's own.
+	OverHTTP  bool           `json:"over_http,omitempty"`
 	Questions int            `json:"questions"` // asked after the warm-up
 	BySource  map[string]int `json:"by_source"` // answers by source; "error" for none
+	// Errors counts the questions not answered by cause where the cause
+	// is known: over HTTP, "HTTP <status>" for an answer other than 200,
+	// "connection error", "no answer in time", "unreadable answer" or
+	// "request not sent".
+	Errors map[string]int `json:"errors,omitempty"`
 	// Availability is the share of questions answered by a model or a
 	// cache; Answered the share answered at all (retrieval and static
 	// included).
@@ -85,12 +107,40 @@ type SettingReport struct {
 	OpenPeriods   []OpenPeriod `json:"open_periods"`
 	// MaxCallsPerOpen is failure_threshold + half_open_max_calls of the
 	// failing models' breakers: the most calls an open period should see.
-	MaxCallsPerOpen int     `json:"max_calls_per_open"`
-	PeakGoroutines  int     `json:"peak_goroutines"`
-	PeakHeap        uint64  `json:"peak_heap_bytes"`
-	Goals           []Goal  `json:"goals"`
-	Samples         []Point `json:"samples"` // every measured question, for the chart
-	Note            string  `json:"note,omitempty"`
+	MaxCallsPerOpen int    `json:"max_calls_per_open"`
+	PeakGoroutines  int    `json:"peak_goroutines"`
+	PeakHeap        uint64 `json:"peak_heap_bytes"`
+	// LateQuestions counts the questions the load driver asked more than
+	// 50 ms (scenario time) after they were due; MaxLag is the latest.
+	// Latencies are taken from when a question was due, so they include
+	// the driver's lag.
+	LateQuestions int           `json:"late_questions"`
+	MaxLag        time.Duration `json:"max_lag"`
+	Goals         []Goal        `json:"goals"`
+	Samples       []Point       `json:"samples"` // every measured question, for the chart
+	Note          string        `json:"note,omitempty"`
+	// Warnings say what a reader must know before trusting the figures:
+	// that every question failed, or that the load driver fell behind.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// AllFailed reports whether questions were measured and none was
+// answered.
+func (s *SettingReport) AllFailed() bool {
+	return s.Questions > 0 && s.BySource[sourceError] == s.Questions
+}
+
+// Causes lists s.Errors as "HTTP 401: 80, connection error: 2", the most
+// frequent cause first; "" when there is none.
+func (s *SettingReport) Causes() string {
+	keys := slices.SortedFunc(maps.Keys(s.Errors), func(a, b string) int {
+		return cmp.Or(cmp.Compare(s.Errors[b], s.Errors[a]), cmp.Compare(a, b))
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s: %d", k, s.Errors[k])
+	}
+	return strings.Join(parts, ", ")
 }
 
 // MarshalJSON writes p compactly, as [at, latency, source] with the

@@ -38,12 +38,12 @@ func fixedTrace(setting string, protected bool) *trace {
 	tr.samples = append(tr.samples, sample{at: -sec, latency: time.Second, source: "primary"}) // warm-up
 	tr.samples = append(tr.samples, sample{at: 50 * sec, latency: 8 * time.Second})            // no answer
 	for i := range 30 {
-		tr.arrivals = append(tr.arrivals, arrival{at: time.Duration(10+i) * sec, model: "p1"})
+		tr.arrivals = append(tr.arrivals, arrival{at: time.Duration(10+i) * sec, model: "p1", failing: true})
 	}
 	if protected {
 		tr.arrivals = tr.arrivals[:0]
 		for _, at := range []time.Duration{10 * sec, 10*sec + 1, 10*sec + 2, 19 * sec, 28 * sec, 37 * sec} {
-			tr.arrivals = append(tr.arrivals, arrival{at: at, model: "p1"})
+			tr.arrivals = append(tr.arrivals, arrival{at: at, model: "p1", failing: true})
 		}
 		tr.transitions = []Transition{
 			{At: 12 * sec, Key: "model/p1", From: "closed", To: "open"},

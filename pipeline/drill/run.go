@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,19 +20,27 @@ import (
 // samplePeriod is how often goroutines and heap are sampled.
 const samplePeriod = 50 * time.Millisecond
 
+// MaxSpeed is the highest Options.Speed Run accepts.
+const MaxSpeed = 1000
+
 // Options configures Run. Zero fields take the defaults written beside
 // them. Run does not modify it.
 type Options struct {
 	Scenario *Scenario
 	// Settings are the protection settings to play, one after another;
-	// default DefaultSettings. Ignored with Target.
+	// default DefaultSettings. They cannot be set with Target.
 	Settings []string
 	// Speed divides every duration of the scenario and multiplies its
-	// rates; default 1.
+	// rates; default 1, at most MaxSpeed.
 	Speed float64
 	// Target, if set, is the base URL of a running ragfuse server whose
-	// POST /v1/ask is driven instead of an in-process pipeline.
+	// POST /v1/ask is driven instead of an in-process pipeline. The
+	// scenario's faults are not injected then.
 	Target string
+	// APIKey, if set, is sent to Target as a bearer token (it is never
+	// written to the report), and the scenario's tenants are not sent:
+	// the key decides the tenant. It needs Target.
+	APIKey string
 	// Client sends the requests to Target; nil means a new http.Client.
 	Client *http.Client
 }
@@ -50,8 +59,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if speed == 0 {
 		speed = 1
 	}
-	if speed < 0 || speed > 1000 {
-		return nil, fmt.Errorf("drill: speed %g out of range (0, 1000]", speed)
+	if !(speed > 0 && speed <= MaxSpeed) {
+		return nil, fmt.Errorf("drill: speed %g out of range (0, %d]", speed, MaxSpeed)
+	}
+	if o.Target == "" && o.APIKey != "" {
+		return nil, errors.New("drill: an API key needs a target")
+	}
+	if o.Target != "" && len(o.Settings) > 0 {
+		return nil, errors.New("drill: protection settings cannot be chosen for a target")
 	}
 	qpath := sc.Questions
 	if qpath == "" {
@@ -61,15 +76,25 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	windows := sc.FailingWindows()
 	rep := &Report{Scenario: sc.Name, Description: sc.Description, Speed: speed,
-		Duration: sc.Load.Duration, Warmup: sc.Load.Warmup, Faults: windows}
+		Duration: sc.Load.Duration, Warmup: sc.Load.Warmup}
+	var windows []Window // none over HTTP: the faults are not injected
 	settings := o.Settings
 	if o.Target != "" {
+		u, err := url.Parse(o.Target)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("drill: the target must be an http or https URL")
+		}
+		u.User = nil // may hold a password
+		rep.Target = u.String()
 		settings = []string{SettingTarget}
-	} else if len(settings) == 0 {
-		settings = DefaultSettings
+	} else {
+		windows = sc.FailingWindows()
+		if len(settings) == 0 {
+			settings = DefaultSettings
+		}
 	}
+	rep.Faults = windows
 	for _, s := range settings {
 		if s != SettingTarget {
 			if _, err := configFor(sc.Config, s); err != nil {
@@ -108,7 +133,8 @@ func (c clockScale) dur(d time.Duration) time.Duration {
 func (c clockScale) samples(results []result) []sample {
 	out := make([]sample, 0, len(results))
 	for _, r := range results {
-		out = append(out, sample{at: c.at(r.sent), latency: c.dur(r.latency), source: r.source})
+		out = append(out, sample{at: c.at(r.due), latency: c.dur(r.latency), lag: c.dur(r.lag),
+			source: r.source, cause: r.cause})
 	}
 	return out
 }
@@ -153,7 +179,7 @@ func newRig(sc *Scenario, setting string, speed float64) (*rig, error) {
 	}
 	scaleConfig(&cfg, speed)
 	r := &rig{cfg: cfg, keys: slices.Sorted(maps.Keys(cfg.Models)), obs: &observer{fallback: fallbackTier(cfg)}}
-	if r.up, err = newUpstream(r.keys); err != nil {
+	if r.up, err = newUpstream(r.keys, nil); err != nil {
 		return nil, fmt.Errorf("drill: upstream: %w", err)
 	}
 	for _, k := range r.keys {
@@ -200,29 +226,24 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	start := time.Now()
 	cs := clockScale{zero: start.Add(load.Warmup), speed: speed}
 	r.obs.start(cs)
-	for _, k := range r.keys {
-		r.up.llm.Schedule(r.cfg.Models[k].Model, start, timeline(sc.Faults[k], load.Warmup, speed))
-	}
-	seg := watchSegments(ctx, r.up.llm, sc, r.cfg, cs)
+	r.up.play(cs, sc.Faults, speed)
 	limit := 2*r.cfg.Server.RequestTimeout + time.Second
 	smp := startSampler(samplePeriod)
 	results := drive(ctx, load, start, limit, pipelineAsker(r.p, sc, questions))
 	tr.peakG, tr.peakHeap = smp.finish()
-	tr.segments = seg.finish()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	tr.segments = r.up.segments()
 	tr.samples = cs.samples(results)
-	for _, a := range r.up.takeArrivals() {
-		tr.arrivals = append(tr.arrivals, arrival{at: cs.at(a.at), model: a.model})
-	}
+	tr.arrivals = r.up.takeArrivals()
 	tr.transitions, tr.fallback = r.obs.results(windows)
 	return tr, nil
 }
 
 // pipelineAsker asks question i of the scenario through p.
 func pipelineAsker(p *pipeline.Pipeline, sc *Scenario, questions []string) asker {
-	return func(ctx context.Context, i int) string {
+	return func(ctx context.Context, i int) outcome {
 		q := queryFor(sc, questions, i)
 		var res *pipeline.Result
 		var err error
@@ -232,30 +253,10 @@ func pipelineAsker(p *pipeline.Pipeline, sc *Scenario, questions []string) asker
 			res, err = p.Ask(ctx, q)
 		}
 		if err != nil || res == nil {
-			return sourceError
+			return outcome{source: sourceError}
 		}
-		return string(res.Source)
+		return outcome{source: string(res.Source)}
 	}
-}
-
-// timeline returns a model's scaled schedule: the first step's fault
-// during the warm-up when it is healthy, then the steps shifted past the
-// warm-up.
-func timeline(steps []Step, warm time.Duration, speed float64) []llmtest.Step {
-	var out []llmtest.Step
-	if len(steps) > 0 && steps[0].At == 0 && !steps[0].IsFailing() {
-		out = append(out, llmtest.Step{At: 0, Fault: scaleFault(steps[0].Fault(), speed)})
-	}
-	for _, s := range steps {
-		out = append(out, llmtest.Step{At: warm + scaleDur(s.At, speed), Fault: scaleFault(s.Fault(), speed)})
-	}
-	return out
-}
-
-func scaleFault(f llmtest.Fault, speed float64) llmtest.Fault {
-	f.Delay = scaleDur(f.Delay, speed)
-	f.RetryAfter = scaleDur(f.RetryAfter, speed)
-	return f
 }
 
 // observer collects the pipeline events a report needs. It is safe for

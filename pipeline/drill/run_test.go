@@ -34,11 +34,20 @@ func testRate() float64 {
 // rate falls below the 20 questions per second the goal is checked at.
 func wasteBar() float64 { return goalWaste * 20 / testRate() }
 
-// runScenario plays a shipped scenario, compressed, and returns the
-// report. With DRILL_OUT set, the report is also written there.
+// runScenario plays a shipped scenario, compressed, from the repository
+// root as a user would, and returns the report. With DRILL_OUT set, the
+// report is also written there.
 func runScenario(t *testing.T, name string, settings ...string) *Report {
 	t.Helper()
-	sc, err := LoadScenario(filepath.Join(scenarioDir, name+".yaml"))
+	out := os.Getenv("DRILL_OUT")
+	if out != "" {
+		var err error
+		if out, err = filepath.Abs(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(repoRoot)
+	sc, err := LoadScenario(filepath.Join("testdata/scenarios", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,11 +64,11 @@ func runScenario(t *testing.T, name string, settings ...string) *Report {
 		if s.Questions < want-want/50-2 || s.Questions > want+want/50+2 {
 			t.Errorf("%s: %d questions measured, want about %d", s.Setting, s.Questions, want)
 		}
-		t.Logf("%s: by source %v, availability %.4f, failing calls %d, waste %.4f, periods %+v, peaks %d goroutines %d bytes",
-			s.Setting, s.BySource, s.Availability, s.FailingCalls, s.Waste, s.OpenPeriods, s.PeakGoroutines, s.PeakHeap)
+		t.Logf("%s: by source %v, availability %.4f, failing calls %d, waste %.4f, periods %+v, peaks %d goroutines %d bytes, warnings %q",
+			s.Setting, s.BySource, s.Availability, s.FailingCalls, s.Waste, s.OpenPeriods, s.PeakGoroutines, s.PeakHeap, s.Warnings)
 	}
-	if dir := os.Getenv("DRILL_OUT"); dir != "" {
-		writeAll(t, filepath.Join(dir, name), r)
+	if out != "" {
+		writeAll(t, filepath.Join(out, name), r)
 	}
 	return r
 }
@@ -249,8 +258,10 @@ func TestHungPrimaryLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.close()
-	r.up.llm.SetFault("primary-llm", llmtest.Fault{Mode: llmtest.ModeHang})
-	r.up.llm.SetFault("fallback-llm", llmtest.Fault{Mode: llmtest.ModeLatency, Delay: 20 * time.Millisecond})
+	r.up.play(clockScale{zero: time.Now(), speed: 1}, map[string][]Step{
+		"primary-llm":  {{Mode: llmtest.ModeHang}},
+		"fallback-llm": {{Mode: llmtest.ModeLatency, Delay: 20 * time.Millisecond}},
+	}, 1)
 	questions, err := loadQuestions(sc.Questions)
 	if err != nil {
 		t.Fatal(err)
@@ -285,7 +296,7 @@ func TestHungPrimaryLoad(t *testing.T) {
 	wg.Wait()
 	peakG, peakHeap := smp.finish()
 	t.Logf("%d questions: slowest %v (deadline %v), peak %d goroutines, peak heap %.1f MiB, primary calls %d",
-		n, slowest, deadline, peakG, float64(peakHeap)/(1<<20), r.up.llm.Stats("primary-llm").Calls)
+		n, slowest, deadline, peakG, float64(peakHeap)/(1<<20), r.up.stats("primary-llm").Calls)
 	if len(results) != n {
 		t.Fatalf("%d results, want %d", len(results), n)
 	}
@@ -301,7 +312,7 @@ func TestHungPrimaryLoad(t *testing.T) {
 	}
 	// Bulkhead max_concurrent 2: at most 2 calls hang at once, and the
 	// breaker stops the rest.
-	if calls := r.up.llm.Stats("primary-llm").Calls; calls > 3 {
+	if calls := r.up.stats("primary-llm").Calls; calls > 3 {
 		t.Errorf("%d calls reached the hung primary, want <= 3", calls)
 	}
 	// One goroutine per question asked, plus a bounded number of the

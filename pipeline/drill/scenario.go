@@ -114,8 +114,10 @@ type scenarioFile struct {
 }
 
 // LoadScenario reads and checks the scenario file at path. Relative paths
-// in it (config_file, questions, the inline config's knowledge_base.path)
-// are relative to the file's directory.
+// written in it (config_file, questions, the inline config's
+// knowledge_base.path) are relative to the file's directory; the paths
+// in a config_file are read as ragfuse serve --config reads them (see
+// ParseScenario).
 func LoadScenario(path string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -131,9 +133,13 @@ func LoadScenario(path string) (*Scenario, error) {
 	return sc, nil
 }
 
-// ParseScenario reads and checks a scenario; relative paths in it are
-// resolved against dir. Unknown fields and bad values fail with the field's
-// path in the message, e.g. "faults.p1[1].at: …".
+// ParseScenario reads and checks a scenario; relative paths written in it
+// (config_file, questions, the inline config's knowledge_base.path) are
+// resolved against dir. A config_file is read as ragfuse serve --config
+// reads it: its knowledge_base.path is left relative to the working
+// directory, so that one configuration file means the same to both.
+// Unknown fields and bad values fail with the field's path in the
+// message, e.g. "faults.p1[1].at: …".
 func ParseScenario(data []byte, dir string) (*Scenario, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -153,11 +159,7 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 	case f.ConfigFile != "" && f.Config.Kind != 0:
 		err = errors.New("config, config_file: set one, not both")
 	case f.ConfigFile != "":
-		p := resolve(dir, f.ConfigFile)
-		sc.Config, err = loadConfigFile(p)
-		if err == nil {
-			sc.Config.KnowledgeBase.Path = resolve(filepath.Dir(p), sc.Config.KnowledgeBase.Path)
-		}
+		sc.Config, err = loadConfigFile(resolve(dir, f.ConfigFile))
 	case f.Config.Kind != 0:
 		sc.Config, err = parseConfigNode(&f.Config)
 		if err == nil {

@@ -13,18 +13,23 @@ import (
 
 const scenarioDir = "../../testdata/scenarios"
 
-// TestShippedScenariosParse guards the scenario files shipped with ragfuse.
+// repoRoot is the repository's root, the working directory the shipped
+// scenarios are run from (their config_file's knowledge base path is
+// relative to it, as for ragfuse serve).
+const repoRoot = "../.."
+
+// TestShippedScenariosParse guards the scenario files shipped with ragfuse,
+// run from the repository root: every file in testdata/scenarios/ is a
+// scenario (the configuration they share lives in testdata/configs/).
 func TestShippedScenariosParse(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join(scenarioDir, "*.yaml"))
+	t.Chdir(repoRoot)
+	files, err := filepath.Glob("testdata/scenarios/*.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"both-down", "primary-flapping", "primary-outage", "rate-limit-storm", "slow-degradation", "stream-breaks"}
 	got := map[string]bool{}
 	for _, f := range files {
-		if filepath.Base(f) == "drill.yaml" {
-			continue // the shared pipeline configuration
-		}
 		sc, err := LoadScenario(f)
 		if err != nil {
 			t.Errorf("%s: %v", f, err)
@@ -99,6 +104,10 @@ stream: true
 	}
 }
 
+// TestParseScenarioConfigFile: a scenario's config_file is found beside
+// the scenario, and read as ragfuse serve --config reads it: its
+// knowledge_base.path stays relative to the working directory, not to the
+// config file's directory.
 func TestParseScenarioConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	cfg := "models: {p1: {base_url: \"http://127.0.0.1:9/v1\"}}\nknowledge_base: {path: kb}\n" +
@@ -117,8 +126,8 @@ func TestParseScenarioConfigFile(t *testing.T) {
 	if sc.Name != "s" || len(sc.Config.Tiers) != 2 || sc.Load.Concurrency != 4 {
 		t.Errorf("scenario = %+v", sc)
 	}
-	if sc.Config.KnowledgeBase.Path != filepath.Join(dir, "kb") {
-		t.Errorf("kb path = %q", sc.Config.KnowledgeBase.Path)
+	if sc.Config.KnowledgeBase.Path != "kb" {
+		t.Errorf("kb path = %q, want %q: relative to the working directory, as for serve", sc.Config.KnowledgeBase.Path, "kb")
 	}
 }
 

@@ -21,29 +21,40 @@ const (
 // sourceError is the source recorded for a question that got no answer.
 const sourceError = "error"
 
+// lagTolerance is how late, in scenario time, the load driver may ask a
+// question before the report warns that it fell behind.
+const lagTolerance = 50 * time.Millisecond
+
+// naHTTP stands for a figure a drill over HTTP cannot see.
+const naHTTP = "n/a (not measured over HTTP)"
+
 // sample is one question as the load driver saw it.
 type sample struct {
-	at      time.Duration // when it was sent, since the end of the warm-up
-	latency time.Duration
-	source  string // "" or sourceError when not answered
+	at      time.Duration // when it was due, since the end of the warm-up
+	latency time.Duration // from when it was due until it ended
+	lag     time.Duration // how late the driver asked it
+	source  string        // "" or sourceError when not answered
+	cause   string        // why not answered, when known (e.g. "HTTP 401")
 }
 
 // arrival is one chat call received by the upstream.
 type arrival struct {
-	at    time.Duration
-	model string // the config.models key
+	at      time.Duration
+	model   string // the config.models key
+	failing bool   // whether the fault it met counts as failing
 }
 
 // segment is one model's upstream counters over a part of the timeline.
 type segment struct {
 	model   string
 	failing bool
-	stats   llmtest.Stats // the counters' growth over the segment
+	stats   llmtest.Stats // what the model served during the segment
 }
 
 // trace is everything recorded while one setting ran.
 type trace struct {
 	setting     string
+	overHTTP    bool // driven over HTTP: only the samples were measured
 	samples     []sample
 	transitions []Transition
 	arrivals    []arrival
@@ -60,6 +71,7 @@ type trace struct {
 func summarize(tr *trace, windows []Window) *SettingReport {
 	r := &SettingReport{
 		Setting:         tr.setting,
+		OverHTTP:        tr.overHTTP,
 		BySource:        map[string]int{},
 		Transitions:     tr.transitions,
 		MaxCallsPerOpen: tr.maxPerOpen,
@@ -79,6 +91,16 @@ func summarize(tr *trace, windows []Window) *SettingReport {
 		}
 		r.Questions++
 		r.BySource[src]++
+		if src == sourceError && s.cause != "" {
+			if r.Errors == nil {
+				r.Errors = map[string]int{}
+			}
+			r.Errors[s.cause]++
+		}
+		if s.lag > lagTolerance {
+			r.LateQuestions++
+		}
+		r.MaxLag = max(r.MaxLag, s.lag)
 		switch tiers.Source(src) {
 		case tiers.SourcePrimary, tiers.SourceFallback, tiers.SourceCache, tiers.SourceStaleCache:
 			avail++
@@ -106,7 +128,27 @@ func summarize(tr *trace, windows []Window) *SettingReport {
 	worst := 0
 	r.OpenPeriods, worst = openPeriods(tr, windows)
 	r.Goals = goals(r, worst, len(windows) > 0)
+	r.Warnings = warnings(r)
 	return r
+}
+
+// warnings returns what a reader of r must know before its figures: that
+// no question was answered at all, or that the load driver fell behind.
+func warnings(r *SettingReport) []string {
+	var out []string
+	if r.AllFailed() {
+		w := fmt.Sprintf("every one of the %d questions failed", r.Questions)
+		if len(r.Errors) > 0 {
+			w += " (" + r.Causes() + ")"
+		}
+		out = append(out, w+".")
+	}
+	if r.LateQuestions > 0 {
+		out = append(out, fmt.Sprintf("the load driver fell behind: %d of %d questions were asked more than %s late "+
+			"(at most %s), and their latencies include the delay; run at a lower speed.",
+			r.LateQuestions, r.Questions, ms(lagTolerance), ms(r.MaxLag)))
+	}
+	return out
 }
 
 // tokens returns the calls and tokens sent to failing models and all
@@ -152,7 +194,7 @@ func openPeriods(tr *trace, windows []Window) ([]OpenPeriod, int) {
 		count := func(from, to time.Duration) int {
 			n := 0
 			for _, a := range tr.arrivals {
-				if a.model == w.Model && a.at >= from && a.at < to {
+				if a.model == w.Model && a.failing && a.at >= from && a.at < to {
 					n++
 				}
 			}
@@ -173,23 +215,43 @@ func openPeriods(tr *trace, windows []Window) ([]OpenPeriod, int) {
 	return out, worst
 }
 
-// goals checks the goals of the primary-outage drill on r.
+// goals checks the goals of the primary-outage drill on r. A goal that
+// cannot be checked (over HTTP, or with no model failing) is Unmeasured,
+// neither met nor missed.
 func goals(r *SettingReport, worstPerOpen int, faults bool) []Goal {
-	g := []Goal{
-		{Name: "availability (model or cache)", Want: ">= " + percent(goalAvailability),
-			Got: percent(r.Availability), Met: r.Questions > 0 && r.Availability >= goalAvailability},
-		{Name: "calls to a failing model per open period", Want: fmt.Sprintf("<= %d", r.MaxCallsPerOpen),
-			Got: fmt.Sprint(worstPerOpen), Met: r.MaxCallsPerOpen > 0 && worstPerOpen <= r.MaxCallsPerOpen},
-		{Name: "tokens sent to failing models", Want: "<= " + percent(goalWaste),
-			Got: percent(r.Waste), Met: r.Waste <= goalWaste},
+	avail := Goal{Name: "availability (model or cache)", Want: ">= " + percent(goalAvailability),
+		Got: percent(r.Availability), Met: r.Availability >= goalAvailability}
+	if r.Questions == 0 {
+		avail = avail.unmeasured("n/a (no question measured)")
 	}
-	lat := Goal{Name: "p99 while failing vs fallback's healthy p99", Want: fmt.Sprintf("<= %.1fx", goalLatency), Got: "n/a"}
-	if faults && r.FallbackP99 > 0 && r.FaultLatency.N > 0 {
+	perOpen := Goal{Name: "calls to a failing model per open period", Want: "<= failure_threshold + half_open_max_calls",
+		Got: fmt.Sprint(worstPerOpen), Met: r.MaxCallsPerOpen > 0 && worstPerOpen <= r.MaxCallsPerOpen}
+	if r.MaxCallsPerOpen > 0 {
+		perOpen.Want = fmt.Sprintf("<= %d", r.MaxCallsPerOpen)
+	}
+	waste := Goal{Name: "tokens sent to failing models", Want: "<= " + percent(goalWaste),
+		Got: percent(r.Waste), Met: r.Waste <= goalWaste}
+	lat := Goal{Name: "p99 while failing vs fallback's healthy p99", Want: fmt.Sprintf("<= %.1fx", goalLatency)}
+	switch {
+	case r.OverHTTP:
+		perOpen, waste, lat = perOpen.unmeasured(naHTTP), waste.unmeasured(naHTTP), lat.unmeasured(naHTTP)
+	case !faults:
+		const none = "n/a (no model failing)"
+		perOpen, waste, lat = perOpen.unmeasured(none), waste.unmeasured(none), lat.unmeasured(none)
+	case r.FallbackP99 > 0 && r.FaultLatency.N > 0:
 		ratio := float64(r.FaultLatency.P99) / float64(r.FallbackP99)
 		lat.Got = fmt.Sprintf("%.2fx (%s / %s)", ratio, ms(r.FaultLatency.P99), ms(r.FallbackP99))
 		lat.Met = ratio <= goalLatency
+	default:
+		lat = lat.unmeasured("n/a (no fallback answer while healthy, or no question while failing)")
 	}
-	return append(g, lat)
+	return []Goal{avail, perOpen, waste, lat}
+}
+
+// unmeasured returns g marked as not checked, got saying why.
+func (g Goal) unmeasured(got string) Goal {
+	g.Got, g.Met, g.Unmeasured = got, false, true
+	return g
 }
 
 // ms formats d in milliseconds, rounded sensibly for a table.

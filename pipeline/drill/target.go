@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -14,6 +16,14 @@ import (
 
 // maxAnswerBytes bounds the answer body read from a target.
 const maxAnswerBytes = 1 << 20
+
+// Causes of a question a target did not answer, besides "HTTP <status>".
+const (
+	causeNotSent    = "request not sent"
+	causeTimeout    = "no answer in time"
+	causeConnection = "connection error"
+	causeBadAnswer  = "unreadable answer"
+)
 
 // runTarget drives a running server's POST /v1/ask with the scenario's
 // load. Faults are not injected: the target's upstream is its own.
@@ -24,34 +34,49 @@ func runTarget(ctx context.Context, o Options, questions []string, speed float64
 		client = &http.Client{}
 	}
 	url := strings.TrimSuffix(o.Target, "/") + "/v1/ask"
-	ask := func(ctx context.Context, i int) string {
+	ask := func(ctx context.Context, i int) outcome {
 		q := queryFor(sc, questions, i)
-		body, err := json.Marshal(api.AskRequest{TenantID: q.Tenant, SessionID: q.Session, Question: q.Question})
+		ar := api.AskRequest{SessionID: q.Session, Question: q.Question}
+		if o.APIKey == "" {
+			ar.TenantID = q.Tenant // with a key, the key decides
+		}
+		body, err := json.Marshal(ar)
 		if err != nil {
-			return sourceError
+			return outcome{source: sourceError, cause: causeNotSent}
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 		if err != nil {
-			return sourceError
+			return outcome{source: sourceError, cause: causeNotSent}
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if o.APIKey != "" {
+			req.Header.Set("Authorization", "Bearer "+o.APIKey)
+		}
 		resp, err := client.Do(req)
 		if err != nil {
-			return sourceError
+			if errors.Is(err, context.DeadlineExceeded) {
+				return outcome{source: sourceError, cause: causeTimeout}
+			}
+			return outcome{source: sourceError, cause: causeConnection}
 		}
 		defer resp.Body.Close()
-		var out api.AskResponse
-		if resp.StatusCode != http.StatusOK || json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out) != nil || out.Source == "" {
-			return sourceError
+		if resp.StatusCode != http.StatusOK {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBytes)) // keep the connection
+			return outcome{source: sourceError, cause: "HTTP " + strconv.Itoa(resp.StatusCode)}
 		}
-		return string(out.Source)
+		var out api.AskResponse
+		if json.NewDecoder(io.LimitReader(resp.Body, maxAnswerBytes)).Decode(&out) != nil || out.Source == "" {
+			return outcome{source: sourceError, cause: causeBadAnswer}
+		}
+		return outcome{source: string(out.Source)}
 	}
 	load := scaledLoad(sc.Load, speed)
 	start := time.Now()
 	cs := clockScale{zero: start.Add(load.Warmup), speed: speed}
 	smp := startSampler(samplePeriod)
 	results := drive(ctx, load, start, time.Minute, ask)
-	tr := &trace{setting: SettingTarget, note: "Driven over HTTP: the target's upstream counters and breaker transitions are not visible to the drill; goroutines and heap are the drill's own."}
+	tr := &trace{setting: SettingTarget, overHTTP: true,
+		note: "Driven over HTTP: the scenario's faults are not injected, and the target's upstream calls, tokens and breaker transitions are not visible to the drill; goroutines and heap are the drill's own."}
 	tr.peakG, tr.peakHeap = smp.finish()
 	if err := ctx.Err(); err != nil {
 		return nil, err
