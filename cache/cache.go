@@ -14,7 +14,8 @@ import (
 var (
 	// ErrMiss reports that no usable entry answers the question.
 	ErrMiss = errors.New("cache: miss")
-	// ErrBadVector reports an empty, zero or non-finite vector, or one whose
+	// ErrBadVector reports an empty, zero or non-finite vector, one too
+	// short to normalize (only subnormal components), or one whose
 	// dimension differs from the vectors already stored for the tenant.
 	ErrBadVector = errors.New("cache: bad vector")
 )
@@ -32,7 +33,7 @@ func (systemClock) Now() time.Time { return time.Now() }
 // Config configures a Cache. Zero fields take the defaults written beside
 // them.
 type Config struct {
-	Similarity float64       // least cosine similarity of a hit; default 0.92
+	Similarity float64       // least cosine similarity of a hit (less 1e-5 for rounding); default 0.92
 	TTL        time.Duration // life of an entry; default 24h
 	// Jitter stretches each entry's TTL by a random fraction in [0, Jitter),
 	// so entries written together do not expire together; default 0.1,
@@ -173,10 +174,16 @@ func (c *Cache) lookup(name, question string, vec []float32, kbVersion uint64, s
 // replacing an entry for the same normalized question. It sets e.Created
 // and e.Expires from the clock and the TTL; e.Question defaults to question.
 // It evicts the least recently used entries beyond MaxEntries. It returns
-// ErrBadVector for an unusable vector.
+// ErrBadVector for an unusable vector. A question that normalizes to ""
+// (nothing but punctuation and spaces) is not stored, since it could not be
+// told from another such question, and Put returns nil.
 func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 	if !usableVector(vec) {
 		return ErrBadVector
+	}
+	key := Normalize(question)
+	if key == "" {
+		return nil
 	}
 	now := c.cfg.Clock.Now()
 	e.Created = now
@@ -186,7 +193,7 @@ func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 		e.Question = question
 	}
 	e.Docs = append([]DocRef(nil), e.Docs...)
-	return c.tenant(tenant, true).put(question, Normalize(question), vec, e, now)
+	return c.tenant(tenant, true).put(question, key, vec, e, now)
 }
 
 // ttl returns TTL stretched by a random fraction of Jitter.
@@ -194,15 +201,18 @@ func (c *Cache) ttl() time.Duration {
 	return c.cfg.TTL + time.Duration(rand.Float64()*c.cfg.Jitter*float64(c.cfg.TTL))
 }
 
+// usableVector reports whether vec is finite and can be normalized in
+// float32: not zero, and not so short (only subnormal components) that the
+// scale to unit length overflows to Inf.
 func usableVector(vec []float32) bool {
-	nonzero := false
+	var ss float64
 	for _, f := range vec {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return false
 		}
-		nonzero = nonzero || f != 0
+		ss += float64(f) * float64(f)
 	}
-	return nonzero
+	return ss > 0 && 1/math.Sqrt(ss) <= math.MaxFloat32
 }
 
 // Len returns the number of entries of tenant, expired ones in grace

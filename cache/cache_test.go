@@ -230,7 +230,8 @@ func TestGetStale(t *testing.T) {
 func TestBadVectors(t *testing.T) {
 	f := newFixture(t, Config{})
 	nan := float32(math.NaN())
-	for _, v := range [][]float32{nil, {}, {0, 0, 0}, {1, nan}, {float32(math.Inf(1)), 0}} {
+	tiny := math.Float32frombits(1) // subnormal: the norm underflows
+	for _, v := range [][]float32{nil, {}, {0, 0, 0}, {1, nan}, {float32(math.Inf(1)), 0}, {tiny, 0, tiny}} {
 		if err := f.c.Put("t", "q", v, Entry{Text: "a"}); !errors.Is(err, ErrBadVector) {
 			t.Errorf("Put(%v) = %v, want ErrBadVector", v, err)
 		}
@@ -240,7 +241,9 @@ func TestBadVectors(t *testing.T) {
 		t.Errorf("Put of another dimension = %v, want ErrBadVector", err)
 	}
 	// Lookups with unusable vectors miss instead of failing.
-	for _, v := range [][]float32{nil, {1, 2, 3}, make([]float32, 256), {nan}} {
+	sub := make([]float32, 256)
+	sub[7] = tiny
+	for _, v := range [][]float32{nil, {1, 2, 3}, make([]float32, 256), {nan}, sub} {
 		if _, err := f.c.Get("t", "how can I return an item", v, 0); !errors.Is(err, ErrMiss) {
 			t.Errorf("Get(%v) = %v, want ErrMiss", v, err)
 		}
@@ -293,5 +296,35 @@ func TestDefaults(t *testing.T) {
 	if got.Similarity != 0.92 || got.TTL != 24*time.Hour || got.Jitter != 0.1 ||
 		got.MaxEntries != 10000 || got.Grace != time.Hour || got.Clock == nil {
 		t.Errorf("defaults = %+v", got)
+	}
+}
+
+// TestSimilarityOneHitsIdenticalVector guards Similarity 1: the float32
+// cosine of a vector with itself often comes out just below 1, and a
+// lookup with the very vector that was stored must still hit.
+func TestSimilarityOneHitsIdenticalVector(t *testing.T) {
+	c := New(Config{Similarity: 1})
+	misses := 0
+	for i := range 100 {
+		v := make([]float32, 64)
+		for j := range v {
+			v[j] = float32(math.Sin(float64(i*64+j)*1.7)) + 0.3
+		}
+		tenant := fmt.Sprint("t", i)
+		// Different keys, so that only the vector can match.
+		if err := c.Put(tenant, "how do I return an item", v, Entry{Text: "a"}); err != nil {
+			t.Fatal(err)
+		}
+		e, err := c.Get(tenant, "how can I return an item", v, 0)
+		if err != nil {
+			misses++
+			continue
+		}
+		if e.Similarity > 1 || e.Similarity < 1-simEps {
+			t.Errorf("tenant %s: Similarity = %v, want 1 less rounding", tenant, e.Similarity)
+		}
+	}
+	if misses != 0 {
+		t.Errorf("%d of 100 lookups with the stored vector missed at Similarity 1", misses)
 	}
 }

@@ -16,10 +16,13 @@
 //
 // A Cache is partitioned by tenant: every tenant has its own exact-match
 // table (a go-cache keyed by the normalized question), vector index and LRU
-// list, and the tenant is never part of the embedded text. Get hits when
+// list, and the tenant is never part of the embedded text. A question that
+// normalizes to nothing (only punctuation and spaces) is neither stored nor
+// matched. Get hits when
 //
 //   - the normalized question matches exactly, or the most similar entry
-//     has cosine similarity >= Config.Similarity (default 0.92);
+//     has cosine similarity >= Config.Similarity (default 0.92; less 1e-5
+//     for float32 rounding, so 1 matches the very vector stored);
 //   - the entry is fresh by the injected Clock: entries live TTL stretched
 //     by a random fraction below Jitter, so entries written together expire
 //     at different times;
@@ -41,6 +44,8 @@
 //
 //   - the numbers in order, normalized (Arabic digits; Chinese numerals
 //     before a unit, so "七天" and "7天" agree);
+//   - the symbols in order: currency signs, emoji, math signs ("$" and
+//     "€", "👍" and "👎" differ);
 //   - the polarity classes present: negation (not, no, never, without,
 //     cannot, …n't, 不, 没, 无, 未, 别, 非) and cancellation (cancel,
 //     unsubscribe, revoke, stop, delete, 取消, 退订, 撤销, 停止, 注销, …);
@@ -48,14 +53,15 @@
 //   - the content words: Latin words minus stopwords, lightly stemmed, and
 //     Han characters minus stop phrases (如何, 怎么, 请问, 吗, …).
 //
-// The hit is rejected when the numbers differ, when the polarity classes
-// differ, or when the content words differ by a minor edit: at most
-// two Latin words or four Han characters (a Han character counts half) in
-// one question and not the other — the signature of a swapped entity
-// ("return shoes" / "return a phone"). Identical content passes, and so
-// does a larger rewording, which is left to the similarity threshold. The
-// rule is deliberately conservative: a false miss costs one model call, a
-// false hit gives a customer a wrong answer. Compatible exposes it.
+// The hit is rejected when the numbers or the symbols differ, when the
+// polarity classes differ, or when the content words differ by a minor
+// edit: at most two Latin words or four Han characters (a Han character
+// counts half) in one question and not the other — the signature of a
+// swapped entity ("return shoes" / "return a phone"). Identical content
+// passes, and so does a larger rewording, which is left to the similarity
+// threshold. The rule is deliberately conservative: a false miss costs one
+// model call, a false hit gives a customer a wrong answer. Compatible
+// exposes it.
 //
 // # Index
 //

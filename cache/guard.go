@@ -15,6 +15,7 @@ const maxMinorEdit = 2.0
 // cached one.
 type signature struct {
 	nums    []string // normalized numbers in order ("七天" and "7天" give "7")
+	syms    []string // symbols in order ("$", "€", "👍")
 	pol     uint8    // polarity classes present (negation, cancel)
 	words   []uint64 // hashes of content words, sorted, unique
 	hanRune []uint64 // hashes of content Han characters, sorted, unique
@@ -33,6 +34,8 @@ func signatureOf(question string) signature {
 		switch {
 		case t.kind == tokNumber:
 			s.nums = append(s.nums, string(t.text))
+		case t.kind == tokSymbol:
+			s.syms = append(s.syms, string(t.text))
 		case t.pol != 0, t.kind == tokStop, t.kind == tokHanStop:
 			// Polarity is compared on its own; stopwords do not count.
 		case t.kind == tokWord:
@@ -49,11 +52,11 @@ func signatureOf(question string) signature {
 }
 
 // compatible reports whether an answer cached for b may answer a: the
-// numbers and the polarity must agree, and the content words may not differ
-// by a minor edit (a swapped or added entity). Identical content passes;
-// larger rewordings are left to the similarity threshold.
+// numbers, the symbols and the polarity must agree, and the content words
+// may not differ by a minor edit (a swapped or added entity). Identical
+// content passes; larger rewordings are left to the similarity threshold.
 func (a signature) compatible(b signature) bool {
-	if a.pol != b.pol || !slices.Equal(a.nums, b.nums) {
+	if a.pol != b.pol || !slices.Equal(a.nums, b.nums) || !slices.Equal(a.syms, b.syms) {
 		return false
 	}
 	d := float64(symDiff(a.words, b.words)) + 0.5*float64(symDiff(a.hanRune, b.hanRune))

@@ -136,14 +136,15 @@ func (h *HashEmbedder) EmbedInto(dst []float32, text string) {
 }
 
 // addTrigrams adds the character trigrams of w with boundary marks
-// ("^re", "ret", …, "ns$"); w is at most 64 bytes.
+// ("^re", "ret", …, "ns$"); of a word longer than 64 bytes, those of its
+// first 64.
 func addTrigrams(dst []float32, w []byte) {
 	if len(w) < 3 {
 		return
 	}
 	var buf [66]byte
 	buf[0] = '^'
-	n := 1 + copy(buf[1:], w)
+	n := 1 + copy(buf[1:65], w)
 	buf[n] = '$'
 	n++
 	for i := 0; i+3 <= n; i++ {

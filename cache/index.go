@@ -5,6 +5,12 @@ import (
 	"math/rand/v2"
 )
 
+// simEps is the tolerance of a similarity threshold: float32 rounding puts
+// the cosine of a vector with itself below 1 (by up to 2.4e-7 at 256
+// dimensions, 7.2e-7 at 3072), and Similarity 1 must still match the very
+// vector stored.
+const simEps = 1e-5
+
 // Index parameters.
 const (
 	sketchWords = 4    // 256-bit sign sketches
@@ -124,9 +130,10 @@ type hit struct {
 
 // search returns up to k positions most similar to vec, best first, with
 // their exact cosine similarity. With minSim > 0 it returns only positions at
-// least minSim similar, and a vector whose sketch lies beyond thresholdBound
-// of minSim is not scored at all: a query with no near vector costs one pass
-// over the sketches. With minSim <= 0 it returns the k nearest. out is reused.
+// least minSim similar (less simEps, for rounding), and a vector whose
+// sketch lies beyond thresholdBound of minSim is not scored at all: a query
+// with no near vector costs one pass over the sketches. With minSim <= 0 it
+// returns the k nearest. out is reused.
 func (x *index) search(vec []float32, k int, minSim float32, out []hit) []hit {
 	out = out[:0]
 	n := len(x.ids)
@@ -150,7 +157,7 @@ func (x *index) search(vec []float32, k int, minSim float32, out []hit) []hit {
 	}
 	if n <= exactBelow && minSim <= 0 || n <= exactBelowMin {
 		for i := range n {
-			if s := score(i); minSim <= 0 || s >= minSim {
+			if s := score(i); minSim <= 0 || s >= minSim-simEps {
 				out = keepTop(out, k, hit{i, s})
 			}
 		}
@@ -198,7 +205,7 @@ func (x *index) search(vec []float32, k int, minSim float32, out []hit) []hit {
 	}
 	x.approx = approx
 	for _, h := range approx {
-		if s := score(h.pos); minSim <= 0 || s >= minSim {
+		if s := score(h.pos); minSim <= 0 || s >= minSim-simEps {
 			out = keepTop(out, k, hit{h.pos, s})
 		}
 	}

@@ -40,11 +40,17 @@ func newTenant(c *Cache) *tenant {
 	return t
 }
 
-// lookup implements Cache.Get and Cache.GetStale.
+// lookup implements Cache.Get and Cache.GetStale. A question whose
+// normalized form is empty misses: it cannot be told from another such
+// question, so none is stored.
 func (t *tenant) lookup(question string, vec []float32, kb uint64, stale bool, now time.Time) (Entry, bool) {
+	key := Normalize(question)
+	if key == "" {
+		return Entry{}, false
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if v, ok := t.exact.Get(Normalize(question)); ok {
+	if v, ok := t.exact.Get(key); ok {
 		if r := v.(*record); t.usable(r, kb, stale, now) {
 			return t.serve(r, 1, now), true
 		}
@@ -57,7 +63,7 @@ func (t *tenant) lookup(question string, vec []float32, kb uint64, stale bool, n
 	for k := candidates; ; k *= 4 {
 		t.hits = t.idx.search(vec, k, float32(t.c.cfg.Similarity), t.hits)
 		for _, h := range t.hits {
-			if float64(h.sim) < t.c.cfg.Similarity {
+			if float64(h.sim) < t.c.cfg.Similarity-simEps {
 				break
 			}
 			r := t.idx.ids[h.pos]

@@ -16,6 +16,7 @@ const (
 	tokNumber                     // a number: Arabic digits, or Chinese numerals before a unit
 	tokHan                        // one Han character that is not part of a stop phrase
 	tokHanStop                    // a Han stop phrase ("如何", "请问", "能不能")
+	tokSymbol                     // one symbol rune: a currency sign, an emoji, a math sign
 )
 
 // Polarity classes of the false-hit guard.
@@ -28,7 +29,7 @@ const (
 // are valid until the next call of next.
 type token struct {
 	kind tokKind
-	text []byte // lowercased word, stemmed for tokWord; the normalized number; the Han rune(s)
+	text []byte // lowercased word, stemmed for tokWord; the normalized number; the Han rune(s); the symbol
 	raw  []byte // tokWord: lowercased, unstemmed
 	pol  uint8  // polarity class, if the token is a negation or cancel word
 	// brk reports that a boundary bigrams must not cross (punctuation, a
@@ -36,8 +37,8 @@ type token struct {
 	brk bool
 }
 
-// scanner splits a question into tokens without allocating. The zero value is
-// not usable: use newScanner.
+// scanner splits a question into tokens, without allocating unless a word is
+// longer than its buffers. The zero value is not usable: use newScanner.
 type scanner struct {
 	s   string
 	i   int
@@ -58,7 +59,14 @@ func (sc *scanner) next() (token, bool) {
 			return sc.han(), true
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			return sc.word(), true
+		case unicode.IsSymbol(r):
+			t := token{kind: tokSymbol, text: utf8.AppendRune(sc.buf[:0], r), brk: sc.brk}
+			sc.i += n
+			sc.brk = true
+			return t, true
 		default:
+			// Punctuation, space, and a combining mark that follows no
+			// word (such as the variation selector of an emoji).
 			sc.i += n
 			sc.brk = true
 		}
@@ -74,56 +82,53 @@ func widen(r rune) rune {
 	return r
 }
 
+// word returns the next word or number. A word longer than sc.buf is
+// copied to the heap rather than cut, so that Normalize keeps all of it.
 func (sc *scanner) word() token {
-	n, digits := 0, true
+	w, digits := sc.buf[:0], true
 	for sc.i < len(sc.s) {
-		r, w := utf8.DecodeRuneInString(sc.s[sc.i:])
+		r, n := utf8.DecodeRuneInString(sc.s[sc.i:])
 		r = widen(r)
 		if r == '\'' || r == '’' {
 			// Keep an apostrophe inside a word: "can't", "don't".
-			if sc.i+w < len(sc.s) && n > 0 {
-				nr, _ := utf8.DecodeRuneInString(sc.s[sc.i+w:])
+			if sc.i+n < len(sc.s) && len(w) > 0 {
+				nr, _ := utf8.DecodeRuneInString(sc.s[sc.i+n:])
 				if unicode.IsLetter(nr) {
-					if n < len(sc.buf) {
-						sc.buf[n] = '\''
-						n++
-					}
-					sc.i += w
+					w = append(w, '\'')
+					sc.i += n
 					digits = false
 					continue
 				}
 			}
 			break
 		}
-		if unicode.Is(unicode.Han, r) || !(unicode.IsLetter(r) || unicode.IsDigit(r) || r == '.' && digits && n > 0) {
+		// A combining mark (a Devanagari or Thai vowel sign, an accent)
+		// belongs to the word it follows; after a number it ends it.
+		mark := r >= 0x300 && !digits && unicode.Is(unicode.Mark, r)
+		if unicode.Is(unicode.Han, r) || !(unicode.IsLetter(r) || unicode.IsDigit(r) || mark || r == '.' && digits && len(w) > 0) {
 			break
 		}
 		if r == '.' {
 			// A decimal point only between digits.
-			if sc.i+w >= len(sc.s) || !isDigit(sc.s[sc.i+w]) {
+			if sc.i+n >= len(sc.s) || !isDigit(sc.s[sc.i+n]) {
 				break
 			}
 		}
 		if !unicode.IsDigit(r) && r != '.' {
 			digits = false
 		}
-		r = unicode.ToLower(r)
-		if n+utf8.RuneLen(r) <= len(sc.buf) {
-			n += utf8.EncodeRune(sc.buf[n:], r)
-		}
-		sc.i += w
+		w = utf8.AppendRune(w, unicode.ToLower(r))
+		sc.i += n
 	}
 	t := token{brk: sc.brk}
 	sc.brk = false
-	w := sc.buf[:n]
 	if digits {
 		t.kind = tokNumber
 		t.text = trimZeros(w)
 		sc.brk = true
 		return t
 	}
-	copy(sc.raw[:], w)
-	t.raw = sc.raw[:n]
+	t.raw = append(sc.raw[:0], w...) // stem changes w in place
 	if p, ok := enPolarity[string(w)]; ok {
 		t.pol = p
 	} else if len(w) > 3 && strings.HasSuffix(string(w), "n't") {
@@ -222,13 +227,19 @@ func zhNumber(s string) (v uint64, n int, ok bool) {
 		case isDig:
 			unitSeen = d
 		case isMul:
-			if unitSeen == 0 {
-				unitSeen = 1
-			}
+			// A multiplier with no digit before it counts once ("十天",
+			// "万元"); before 万 that holds only when no smaller
+			// multiplier came first ("十万" is 100000, not 110000).
 			if m >= 10000 {
+				if section == 0 && unitSeen == 0 {
+					unitSeen = 1
+				}
 				v += (section + unitSeen) * m
 				section = 0
 			} else {
+				if unitSeen == 0 {
+					unitSeen = 1
+				}
 				section += unitSeen * m
 			}
 			unitSeen = 0
@@ -304,6 +315,9 @@ var zhPolarity = map[string]uint8{
 // Normalize returns the canonical form of a question used for exact-match
 // lookups: lowercased, full-width forms folded, punctuation dropped, words
 // separated by one space, numbers normalized ("七天" and "7天" agree).
+// Combining marks stay in their word ("दिन" and "दान" differ), and each
+// symbol ("$", "€", "👍") is a word of its own. A question of nothing but
+// punctuation and spaces normalizes to "", which the cache never stores.
 func Normalize(q string) string {
 	var b strings.Builder
 	b.Grow(len(q))
