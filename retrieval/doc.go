@@ -15,7 +15,9 @@
 // single characters (common particles such as 的 and 吗 are dropped as
 // single characters, and question-word bigrams such as 怎么, 可以 and 如何
 // are dropped); English is lowercased, stop and question words removed
-// and plurals, -ing, -ed and a final e stripped. A short table of synonyms
+// and plurals, -ing, -ed and a final e stripped; words of other scripts
+// keep their combining marks (Devanagari vowel signs), so Hindi is
+// searchable word by word. A short table of synonyms
 // shoppers and help articles use for one thing (broken/faulty, 退钱/退款,
 // fix/repair…) widens queries at half weight. Results are copies, best
 // first, ties broken by ID.
@@ -57,7 +59,9 @@
 // Hybrid blends the lexical score with the cosine similarity of an
 // Embedder's vectors, over the lexical candidates plus the nearest
 // documents by vector. Document vectors are computed once and kept while
-// the documents are unchanged. If the embedder fails, Hybrid answers with
+// the documents are unchanged. The keyword hits and the documents ranked
+// by vector come from one knowledge-base version, even when a reload lands
+// while the question is embedded. If the embedder fails, Hybrid answers with
 // the lexical results alone and reports the failure to
 // HybridConfig.OnFallback; a question never fails because of it.
 //

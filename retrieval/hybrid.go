@@ -72,6 +72,17 @@ type corpus interface {
 // errDimension reports vectors of different lengths.
 var errDimension = errors.New("retrieval: embedding dimensions differ")
 
+// errNotFinite reports a question vector with a NaN or infinite component.
+var errNotFinite = errors.New("retrieval: the question's embedding is not finite")
+
+// errVersionChanged reports that a corpus changed version during a question.
+var errVersionChanged = errors.New("retrieval: the documents changed during the question")
+
+// maxCorpusTries bounds how often a question over a corpus other than a
+// *KnowledgeBase starts again because the corpus changed version while it
+// ran; after that it is answered by the lexical score alone.
+const maxCorpusTries = 3
+
 // maxCachedVectors bounds the vector cache of a Hybrid over a Retriever
 // that is not a corpus; the cache is cleared when it is full.
 const maxCachedVectors = 10000
@@ -113,8 +124,11 @@ func (h *Hybrid) Retrieve(ctx context.Context, query string, k int) ([]Doc, erro
 // are broken by ID. vec is the query's embedding if the caller has it;
 // when nil the query is embedded here; NoVector ranks by the lexical score
 // alone. If embedding the query or the
-// documents fails, or the dimensions differ, the lexical results are
-// returned unchanged (with their BM25 scores). A done ctx gives ctx.Err();
+// documents fails, the query's vector is not finite, or the dimensions
+// differ, the lexical results are returned unchanged (with their BM25
+// scores); a document whose vector is not finite gets cosine 0. The
+// lexical hits and the documents vector search ranks come from one version
+// of the corpus, however it reloads meanwhile. A done ctx gives ctx.Err();
 // a lexical error is returned as is.
 func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
 	if err := ctx.Err(); err != nil {
@@ -124,12 +138,27 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 		return nil, nil
 	}
 	n := max(h.cfg.Candidates, 3*k)
-	lex, err := h.cfg.Lexical.Retrieve(ctx, query, n)
-	if err != nil || h.cfg.Embedder == nil || IsNoVector(vec) || len(tokens(query)) == 0 {
-		return trim(lex, k), err
-	}
-	out, err := h.blend(ctx, query, vec, lex, n, k)
-	if err != nil {
+	for try := 1; ; try++ {
+		src := h.source()
+		lex, err := src.lexical.Retrieve(ctx, query, n)
+		if err != nil || h.cfg.Embedder == nil || IsNoVector(vec) || len(tokens(query)) == 0 {
+			return trim(lex, k), err
+		}
+		if vec == nil { // embedded once, kept if the question starts again
+			vec, err = h.embedQuery(ctx, query)
+		}
+		var out []Doc
+		if err == nil {
+			out, err = h.blend(ctx, src, vec, lex, n, k)
+		}
+		switch {
+		case err == nil:
+			return out, nil
+		case errors.Is(err, errVersionChanged) && try < maxCorpusTries:
+			continue
+		case errors.Is(err, errVersionChanged):
+			return trim(lex, k), nil
+		}
 		if ctxErr := ctx.Err(); ctxErr != nil {
 			return nil, ctxErr
 		}
@@ -138,24 +167,67 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 		}
 		return trim(lex, k), nil
 	}
-	return out, nil
 }
 
-func (h *Hybrid) blend(ctx context.Context, query string, qv []float32, lex []Doc, n, k int) ([]Doc, error) {
-	if qv == nil {
-		vs, err := h.cfg.Embedder.Embed(ctx, []string{query})
-		if err != nil {
-			return nil, fmt.Errorf("retrieval: embedding the question: %w", err)
-		}
-		if len(vs) != 1 || len(vs[0]) == 0 {
-			return nil, errors.New("retrieval: embedding the question: empty result")
-		}
-		qv = vs[0]
+// source is what one question is answered from: the lexical retriever and,
+// over a corpus, the documents of the same version.
+type source struct {
+	lexical Retriever
+	snap    *snapshot // a *KnowledgeBase's snapshot, loaded once
+	corpus  corpus    // another corpus, whose version is checked again later
+	version uint64    // corpus.Version() before the lexical search
+}
+
+func (h *Hybrid) source() source {
+	switch c := h.cfg.Lexical.(type) {
+	case *KnowledgeBase:
+		s := c.cur.Load()
+		return source{lexical: s.index, snap: s}
+	case corpus:
+		return source{lexical: h.cfg.Lexical, corpus: c, version: c.Version()}
 	}
-	pool, version, isCorpus := lex, uint64(0), false
-	if c, ok := h.cfg.Lexical.(corpus); ok {
-		pool, version = corpusDocs(c)
-		isCorpus = true
+	return source{lexical: h.cfg.Lexical}
+}
+
+// pool returns the documents vector search ranks, their version and whether
+// they are a whole corpus; outside a corpus they are the lexical hits lex.
+// It returns errVersionChanged when a corpus changed version after src was
+// taken, since lex may then come from another version.
+func (src source) pool(lex []Doc) (docs []Doc, version uint64, isCorpus bool, err error) {
+	switch {
+	case src.snap != nil:
+		return src.snap.docs, src.snap.version, true, nil
+	case src.corpus != nil:
+		docs = src.corpus.Docs()
+		if src.corpus.Version() != src.version {
+			return nil, 0, false, errVersionChanged
+		}
+		return docs, src.version, true, nil
+	}
+	return lex, 0, false, nil
+}
+
+// embedQuery embeds the question.
+func (h *Hybrid) embedQuery(ctx context.Context, query string) ([]float32, error) {
+	vs, err := h.cfg.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, fmt.Errorf("retrieval: embedding the question: %w", err)
+	}
+	if len(vs) != 1 || len(vs[0]) == 0 {
+		return nil, errors.New("retrieval: embedding the question: empty result")
+	}
+	return vs[0], nil
+}
+
+func (h *Hybrid) blend(ctx context.Context, src source, qv []float32, lex []Doc, n, k int) ([]Doc, error) {
+	for _, f := range qv {
+		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
+			return nil, errNotFinite
+		}
+	}
+	pool, version, isCorpus, err := src.pool(lex)
+	if err != nil {
+		return nil, err
 	}
 	dv, err := h.vectors(ctx, pool, version, isCorpus)
 	if err != nil {
@@ -212,21 +284,6 @@ func (h *Hybrid) blend(ctx context.Context, query string, qv []float32, lex []Do
 		out[i].Score = score(c)
 	}
 	return out, nil
-}
-
-// corpusDocs lists c's documents and their version, retrying if a reload
-// happened meanwhile.
-func corpusDocs(c corpus) ([]Doc, uint64) {
-	if kb, ok := c.(*KnowledgeBase); ok {
-		return kb.snapshotDocs()
-	}
-	for {
-		v := c.Version()
-		docs := c.Docs()
-		if c.Version() == v {
-			return docs, v
-		}
-	}
 }
 
 // vectors returns the embeddings of docs, embedding those not cached yet.
@@ -296,6 +353,9 @@ func (h *Hybrid) key(d Doc) uint64 {
 	return mh.Sum64()
 }
 
+// cosine returns the cosine similarity of a and b, or 0 when either is zero
+// or has a NaN or infinite component: NaN is never below MinSimilarity, so
+// it would let any document in.
 func cosine(a, b []float32) float64 {
 	var dot, na, nb float64
 	for i := range a {
@@ -307,7 +367,10 @@ func cosine(a, b []float32) float64 {
 	if na == 0 || nb == 0 {
 		return 0
 	}
-	return dot / math.Sqrt(na*nb)
+	if c := dot / math.Sqrt(na*nb); !math.IsNaN(c) {
+		return c
+	}
+	return 0
 }
 
 func truncate(s string, n int) string {

@@ -3,6 +3,9 @@ package retrieval_test
 import (
 	"context"
 	"errors"
+	"math"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -274,5 +277,98 @@ func TestHybridNoVectorDoesNotEmbed(t *testing.T) {
 	}
 	if got := emb.embedded(); len(got) != 0 {
 		t.Errorf("embedder called with %q, want no call", got)
+	}
+}
+
+// reloadingEmbedder is a fakeEmbedder that runs reload the first time it
+// embeds query: between the lexical search and the vector search of that
+// question.
+type reloadingEmbedder struct {
+	*fakeEmbedder
+	query  string
+	reload func()
+	once   sync.Once
+}
+
+func (e *reloadingEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	if slices.Contains(texts, e.query) {
+		e.once.Do(e.reload)
+	}
+	return e.fakeEmbedder.Embed(ctx, texts)
+}
+
+// TestHybridAnswersFromOneSnapshot guards against mixing knowledge-base
+// versions in one answer: when a reload lands while the question is being
+// embedded, the vector search must rank the documents of the version the
+// lexical hits came from, not a document the reload added. A corpus other
+// than a *KnowledgeBase gets the same by starting the question again.
+func TestHybridAnswersFromOneSnapshot(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		wrap func(*retrieval.KnowledgeBase) retrieval.Retriever
+	}{
+		{"knowledge base", func(kb *retrieval.KnowledgeBase) retrieval.Retriever { return kb }},
+		{"other corpus", func(kb *retrieval.KnowledgeBase) retrieval.Retriever { return struct{ *retrieval.KnowledgeBase }{kb} }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, filepath.Join(dir, "old.md"), "---\nid: old\ntitle: Refund policy\n---\nRefund policy of version one.")
+			write(t, filepath.Join(dir, "keep.md"), "---\nid: keep\ntitle: Shipping\n---\nParcels ship daily.")
+			kb, err := retrieval.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const q = "refund policy"
+			emb := &reloadingEmbedder{
+				fakeEmbedder: &fakeEmbedder{rules: []rule{{"reimburs", []float32{1, 0, 0}}, {q, []float32{1, 0, 0}}}},
+				query:        q,
+				reload: func() {
+					if err := os.Remove(filepath.Join(dir, "old.md")); err != nil {
+						t.Error(err)
+					}
+					write(t, filepath.Join(dir, "new.md"), "---\nid: new\ntitle: Getting your money back\n---\nHow to get reimbursed.")
+					if err := kb.Reload(); err != nil {
+						t.Error(err)
+					}
+				},
+			}
+			h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: tt.wrap(kb), Embedder: emb})
+			docs, err := h.Retrieve(context.Background(), q, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := ids(docs); len(got) == 0 || slices.Contains(got, "old") && slices.Contains(got, "new") {
+				t.Errorf("Retrieve = %v, want documents of one knowledge-base version", got)
+			}
+		})
+	}
+}
+
+// TestHybridRejectsNonFiniteVectors guards the blend against NaN and Inf:
+// a non-finite question vector falls back to the lexical ranking, and a
+// document with a non-finite vector never enters by vector search (NaN
+// compares false with MinSimilarity, so it once got through).
+func TestHybridRejectsNonFiniteVectors(t *testing.T) {
+	kb, _ := retrieval.New(hybridDocs)
+	ctx := context.Background()
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	var fallbacks atomic.Int64
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(),
+		OnFallback: func(error) { fallbacks.Add(1) }})
+	docs, err := h.RetrieveVector(ctx, "refund", []float32{inf, 0, 0}, 3)
+	if err != nil || !slices.Equal(ids(docs), []string{"a"}) || fallbacks.Load() != 1 {
+		t.Errorf("RetrieveVector(+Inf) = %v, %v, %d fallbacks; want the lexical [a] and 1 fallback", ids(docs), err, fallbacks.Load())
+	}
+	emb := &fakeEmbedder{rules: []rule{{"reimburs", []float32{nan, 1, 0}}, {"refund", []float32{1, 0, 0}}}}
+	kb, _ = retrieval.New(hybridDocs[:2]) // the NaN document ranks right after "a"
+	h = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	docs, err = h.Retrieve(ctx, "refund", 3)
+	if err != nil || !slices.Equal(ids(docs), []string{"a"}) {
+		t.Errorf("Retrieve with a NaN document vector = %v, %v; want [a]", ids(docs), err)
+	}
+	for _, d := range docs {
+		if math.IsNaN(d.Score) {
+			t.Errorf("document %s has score NaN", d.ID)
+		}
 	}
 }

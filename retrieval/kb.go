@@ -171,10 +171,3 @@ func (kb *KnowledgeBase) Retrieve(ctx context.Context, query string, k int) ([]D
 func (kb *KnowledgeBase) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
 	return kb.Retrieve(ctx, query, k)
 }
-
-// snapshotDocs returns the documents and version of one snapshot, for the
-// hybrid retriever.
-func (kb *KnowledgeBase) snapshotDocs() ([]Doc, uint64) {
-	s := kb.cur.Load()
-	return s.docs, s.version
-}

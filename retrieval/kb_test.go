@@ -92,6 +92,10 @@ func TestOpenFSErrors(t *testing.T) {
 		{"bad JSON", fstest.MapFS{"d.jsonl": {Data: []byte("{\"id\":\"a\",\"text\":\"x\"}\n{\"id\": \n")}}, "d.jsonl:2:", nil},
 		{"JSON without id", fstest.MapFS{"d.jsonl": {Data: []byte("\n\n{\"text\":\"x\"}\n")}}, "d.jsonl:3:", nil},
 		{"two values on a line", fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x"} {"id":"b","text":"y"}`)}}, "d.jsonl:1:", nil},
+		// A closing bracket or brace after the object: json.Decoder.More
+		// reports false before one, so the line once loaded.
+		{"trailing ] after the object", fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x"}]`)}}, "d.jsonl:1:", nil},
+		{"trailing } after the object", fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x"}` + "\n" + `{"id":"b","text":"y"}}`)}}, "d.jsonl:2:", nil},
 		{"wrong JSON type", fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"x","tags":"t"}`)}}, "d.jsonl:1:", nil},
 		{"line too long", fstest.MapFS{"d.jsonl": {Data: []byte(`{"id":"a","text":"` + strings.Repeat("x", 2<<20) + `"}`)}}, "d.jsonl:1:", nil},
 		{"duplicate across files", fstest.MapFS{

@@ -258,12 +258,10 @@ func loadJSONL(fsys fs.FS, p, file string, add func(file string, line int, d Doc
 			return &LoadError{File: file, Line: line, Err: errors.New("not valid UTF-8")}
 		}
 		var d Doc
-		dec := json.NewDecoder(bytes.NewReader(b))
-		if err := dec.Decode(&d); err != nil {
+		// Unmarshal, not a Decoder: it refuses anything after the object,
+		// a stray ] or } included.
+		if err := json.Unmarshal(b, &d); err != nil {
 			return &LoadError{File: file, Line: line, Err: fmt.Errorf("bad JSON: %w", err)}
-		}
-		if dec.More() {
-			return &LoadError{File: file, Line: line, Err: errors.New("bad JSON: more than one value on the line")}
 		}
 		d.ID, d.Title, d.Text, d.Score = strings.TrimSpace(d.ID), strings.TrimSpace(d.Title), strings.TrimSpace(d.Text), 0
 		if d.ID == "" {

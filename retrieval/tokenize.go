@@ -12,8 +12,14 @@ import (
 //     pair of adjacent characters (bigram), so Chinese needs no segmenter;
 //     unigrams that carry no meaning on their own (的, 吗, 我…) are dropped,
 //     and so are question-word bigrams (怎么, 可以, 如何, 请问…; see stopPair).
-//   - Runs of other letters and digits give lowercase words; English stop
-//     words and single letters are dropped and the rest lightly stemmed.
+//   - Thai, Lao, Khmer and Myanmar, written without spaces between words,
+//     give every pair of adjacent characters, each character with the
+//     vowel signs and tone marks that follow it (a run of one character
+//     gives that character): the same idea as for Chinese.
+//   - Runs of other letters and digits give lowercase words; a combining
+//     mark (a Devanagari vowel sign, an accent) stays in its word. English
+//     stop words and single letters are dropped and the rest lightly
+//     stemmed.
 //   - Everything else (spaces, punctuation, symbols) separates terms.
 //
 // Full-width ASCII (Ａ, １) is folded to ASCII first. The same function
@@ -33,6 +39,7 @@ func eachToken(text string, emit func(string)) {
 		wordStart = -1    // byte offset of the current letter/digit run
 		wordFold  = false // the run needs lowercasing or full-width folding
 		hanOff    []int   // byte offsets of the current CJK run's runes, plus its end
+		contOff   []int   // byte offsets of the current Thai-like run's characters, plus its end
 	)
 	flushWord := func(end int) {
 		if wordStart < 0 {
@@ -65,6 +72,19 @@ func eachToken(text string, emit func(string)) {
 		}
 		hanOff = hanOff[:0]
 	}
+	flushCont := func(end int) {
+		if len(contOff) == 0 {
+			return
+		}
+		contOff = append(contOff, end)
+		if len(contOff) == 2 {
+			emit(text[contOff[0]:end])
+		}
+		for i := 0; i+2 < len(contOff); i++ {
+			emit(text[contOff[i]:contOff[i+2]])
+		}
+		contOff = contOff[:0]
+	}
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
 		full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
@@ -74,9 +94,22 @@ func eachToken(text string, emit func(string)) {
 		switch {
 		case isCJK(r):
 			flushWord(i)
+			flushCont(i)
 			hanOff = append(hanOff, i)
+		case isContinuous(r):
+			if len(contOff) > 0 && unicode.Is(unicode.Mark, r) {
+				break // a vowel sign or tone mark: part of the character before it
+			}
+			flushWord(i)
+			flushHan(i)
+			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r) {
+				contOff = append(contOff, i)
+			} else {
+				flushCont(i) // a Thai-block sign such as ฯ or ๏: a separator
+			}
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			flushHan(i)
+			flushCont(i)
 			if wordStart < 0 {
 				wordStart, wordFold = i, false
 			}
@@ -84,14 +117,26 @@ func eachToken(text string, emit func(string)) {
 				wordFold = true
 			}
 		case (r == '\'' || r == '’') && wordStart >= 0:
+		case wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
+			wordFold = true // "रिफंड" is one word, not र, फ and ड
 		default:
 			flushWord(i)
 			flushHan(i)
+			flushCont(i)
 		}
 		i += n
 	}
 	flushWord(len(text))
 	flushHan(len(text))
+	flushCont(len(text))
+}
+
+// isContinuous reports whether r belongs to a script written without
+// spaces between words and outside CJK: Thai, Lao, Myanmar, Khmer.
+func isContinuous(r rune) bool {
+	return r >= 0x0E00 && r <= 0x0EFF || // Thai, Lao
+		r >= 0x1000 && r <= 0x109F || // Myanmar
+		r >= 0x1780 && r <= 0x17FF // Khmer
 }
 
 // foldWord lowercases w and folds full-width ASCII to ASCII.

@@ -1,6 +1,7 @@
 package retrieval
 
 import (
+	"context"
 	"slices"
 	"testing"
 )
@@ -73,5 +74,45 @@ func TestSynonymsExpandQuery(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("query terms %q lack %v", terms, want)
+	}
+}
+
+// TestTokensKeepCombiningMarks guards scripts written with combining
+// marks: a vowel sign (Mn, Mc) belongs to its word, so a Hindi knowledge
+// base is searchable instead of falling apart into single letters.
+func TestTokensKeepCombiningMarks(t *testing.T) {
+	if got, want := tokens("रिफंड नीति"), []string{"रिफंड", "नीति"}; !slices.Equal(got, want) {
+		t.Errorf("tokens(%q) = %q, want %q", "रिफंड नीति", got, want)
+	}
+	ix := NewIndex([]Doc{
+		{ID: "refund", Title: "रिफंड नीति", Text: "सात दिन में पैसा वापस।"},
+		{ID: "shipping", Title: "Shipping", Text: "Parcels ship daily."},
+	})
+	for _, q := range []string{"रिफंड", "रिफंड नीति"} {
+		docs, err := ix.Retrieve(context.Background(), q, 1)
+		if err != nil || len(docs) != 1 || docs[0].ID != "refund" {
+			t.Errorf("Retrieve(%q) = %v, %v; want the refund document", q, docs, err)
+		}
+	}
+}
+
+// TestTokensThaiPairs: Thai is written without spaces between words, so,
+// as Chinese, it is indexed by pairs of adjacent characters, each with its
+// vowel signs and tone marks: a question finds an article that shares a
+// word with it ("คืนเงิน", refund) although neither is split into words.
+func TestTokensThaiPairs(t *testing.T) {
+	if got, want := tokens("คืนเงิน"), []string{"คืน", "นเ", "เงิ", "งิน"}; !slices.Equal(got, want) {
+		t.Errorf("tokens(%q) = %q, want %q", "คืนเงิน", got, want)
+	}
+	if got, want := tokens("ก"), []string{"ก"}; !slices.Equal(got, want) {
+		t.Errorf("tokens(%q) = %q, want %q", "ก", got, want)
+	}
+	ix := NewIndex([]Doc{
+		{ID: "refund", Title: "นโยบายการคืนเงิน", Text: "คืนเงินภายในเจ็ดวัน"},
+		{ID: "shipping", Title: "การจัดส่ง", Text: "จัดส่งทุกวัน"},
+	})
+	docs, err := ix.Retrieve(context.Background(), "ขอคืนเงินได้ไหม", 1)
+	if err != nil || len(docs) != 1 || docs[0].ID != "refund" {
+		t.Errorf("Retrieve = %v, %v; want the refund document", docs, err)
 	}
 }
