@@ -17,7 +17,9 @@
 // are dropped); English is lowercased, stop and question words removed
 // and plurals, -ing, -ed and a final e stripped; words of other scripts
 // keep their combining marks (Devanagari vowel signs), so Hindi is
-// searchable word by word. A short table of synonyms
+// searchable word by word; Thai, Lao, Khmer and Myanmar, also written
+// without spaces, are indexed as pairs of adjacent characters, each with
+// its vowel signs and tone marks. A short table of synonyms
 // shoppers and help articles use for one thing (broken/faulty, 退钱/退款,
 // fix/repair…) widens queries at half weight. Results are copies, best
 // first, ties broken by ID.
