@@ -43,6 +43,11 @@ func (d *deltaLog) len() int {
 	return len(d.deltas)
 }
 
+// firstTokenWait is the first-token timeout of the tests whose first model
+// never sends a token: long enough that, on a loaded machine, the call
+// reaches the server (which counts it) before the timeout gives up on it.
+const firstTokenWait = 250 * time.Millisecond
+
 // streamUpstream starts an llmtest server for models a and b.
 func streamUpstream(t *testing.T) *llmtest.Server {
 	t.Helper()
@@ -101,12 +106,12 @@ func TestAnswerStreamFailsOverBeforeCommit(t *testing.T) {
 		req   StreamRequest
 		kind  Kind
 	}{
-		{"hang", llmtest.Fault{Mode: llmtest.ModeHang}, StreamRequest{FirstTokenTimeout: 40 * time.Millisecond}, KindTimeout},
+		{"hang", llmtest.Fault{Mode: llmtest.ModeHang}, StreamRequest{FirstTokenTimeout: firstTokenWait}, KindTimeout},
 		{"503 before the stream", llmtest.Fault{Mode: llmtest.ModeStatus, Status: 503}, StreamRequest{}, KindServer},
 		{"429", llmtest.Fault{Mode: llmtest.ModeRateLimit, RetryAfter: 3 * time.Second}, StreamRequest{}, KindRateLimited},
 		{"reset", llmtest.Fault{Mode: llmtest.ModeReset}, StreamRequest{}, KindConnection},
 		{"break at once", llmtest.Fault{Mode: llmtest.ModeBreak}, StreamRequest{}, KindConnection},
-		{"stall at once", llmtest.Fault{Mode: llmtest.ModeStall}, StreamRequest{FirstTokenTimeout: 40 * time.Millisecond, StallTimeout: time.Hour}, KindTimeout},
+		{"stall at once", llmtest.Fault{Mode: llmtest.ModeStall}, StreamRequest{FirstTokenTimeout: firstTokenWait, StallTimeout: time.Hour}, KindTimeout},
 		{"malformed at once", llmtest.Fault{Mode: llmtest.ModeMalformed}, StreamRequest{}, KindMalformed},
 		{"empty", llmtest.Fault{Mode: llmtest.ModeEmpty}, StreamRequest{}, KindEmpty},
 		{"break inside the commit buffer", llmtest.Fault{Mode: llmtest.ModeBreak, After: 3}, StreamRequest{CommitAfter: 1000}, KindConnection},
