@@ -58,8 +58,8 @@
 //
 // A caller that joins another's flight waits for that run and returns its
 // own ctx.Err() if its context ended meanwhile. If the leader's caller
-// went away and its run was cancelled, the callers still waiting run the
-// question again (after three such leaders, each runs it alone). A caller
+// went away and its run was cancelled, the callers still waiting join the
+// question again, one of them leading a new flight. A caller
 // whose budget ends while it waits (it joined a flight led by a caller
 // that asked later) runs the question alone with what is left, which
 // skips to the static tier: the request timeout holds for every caller.

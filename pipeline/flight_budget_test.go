@@ -49,6 +49,16 @@ func (c *waitingCtx) Done() <-chan struct{} {
 	return c.Context.Done()
 }
 
+// waiters returns how many callers joined the flight of question q.
+func waiters(p *Pipeline, q string) int {
+	p.flights.mu.Lock()
+	defer p.flights.mu.Unlock()
+	if f := p.flights.m[flightKey("acme", q, false)]; f != nil {
+		return f.waiters
+	}
+	return 0
+}
+
 // joined reports whether a caller waits in the flight of question q.
 func joined(p *Pipeline, q string) bool {
 	p.flights.mu.Lock()
@@ -177,5 +187,92 @@ func TestStreamPanicIsAnError(t *testing.T) {
 	res, err := p.Stream(context.Background(), tiers.Query{Tenant: "acme", Question: "q"}, func(StreamEvent) error { return nil })
 	if err == nil || !strings.Contains(err.Error(), "remember exploded") || res != nil {
 		t.Fatalf("res %+v, err %v", res, err)
+	}
+}
+
+type cancelKey struct{}
+
+// TestFollowersShareAfterCanceledLeaders: when the callers of several
+// leaders in a row go away, the callers still waiting join the question
+// again and share one run: one upstream call, not one each.
+func TestFollowersShareAfterCanceledLeaders(t *testing.T) {
+	var (
+		calls, inflight, peak atomic.Int32
+		p                     *Pipeline
+	)
+	gate := make(chan struct{})
+	primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		n := calls.Add(1)
+		if n <= 3 { // the callers of the first three leaders go away
+			if n == 1 {
+				<-gate
+			}
+			for waiters(p, "q") < 8-int(n) { // the other callers wait in this flight
+				runtime.Gosched()
+			}
+			ctx.Value(cancelKey{}).(context.CancelFunc)()
+			<-ctx.Done()
+			return tiers.Answer{}, ctx.Err()
+		}
+		c := inflight.Add(1)
+		for p := peak.Load(); c > p && !peak.CompareAndSwap(p, c); p = peak.Load() {
+		}
+		time.Sleep(20 * time.Millisecond) // long enough for a second run to overlap
+		inflight.Add(-1)
+		return tiers.Answer{Text: "primary"}, nil
+	})
+	p, _ = newTestPipeline(t, Options{RequestTimeout: time.Minute, Tiers: []Stage{
+		{Tier: primary, Model: true}, {Tier: tiers.NewStatic("static", "sorry")}}})
+	q := tiers.Query{Tenant: "acme", Question: "q"}
+	askOnce := func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		_, _ = p.Ask(context.WithValue(ctx, cancelKey{}, cancel), q)
+	}
+	go askOnce()
+	for calls.Load() == 0 {
+		runtime.Gosched()
+	}
+	waiting := make([]*waitingCtx, 7)
+	done := make(chan struct{}, len(waiting))
+	for i := range waiting {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		waiting[i] = &waitingCtx{Context: context.WithValue(ctx, cancelKey{}, cancel), waiting: make(chan struct{}, 1)}
+		go func() {
+			defer func() { done <- struct{}{} }()
+			_, _ = p.Ask(waiting[i], q)
+		}()
+		<-waiting[i].waiting // it waits in the first flight
+	}
+	close(gate)
+	for range waiting {
+		<-done
+	}
+	if n := calls.Load() - 3; n != 1 || peak.Load() != 1 {
+		t.Fatalf("the callers left waiting made %d upstream calls (%d at once), want 1 shared run", n, peak.Load())
+	}
+}
+
+// TestStreamReceiverPanicStopsTheStream: a panic in Stream's fn while a
+// model streams is the receiver's error: the stream stops, Stream returns
+// it with its stack, the model's breaker hears nothing and no other model
+// is called.
+func TestStreamReceiverPanicStopsTheStream(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	res, err := r.p.Stream(context.Background(), streamQuery(), func(e StreamEvent) error {
+		if e.Kind == StreamDelta {
+			panic("receiver exploded")
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "receiver exploded") || res != nil {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if got := r.modelCounts(streamA); got != "0/0" {
+		t.Errorf("model a's breaker heard %s (failures/calls) for the receiver's panic", got)
+	}
+	if n := r.srv.Stats(streamB).StreamCalls; n != 0 {
+		t.Errorf("model b was called %d times", n)
 	}
 }

@@ -30,9 +30,10 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 	// Identical questions in flight share one run. The leader runs it on
 	// its caller's goroutine; the others wait for it, each no longer than its
 	// own context and budget. A flight whose leader's caller went away ends
-	// canceled; the callers still waiting then run the question again, up
-	// to a few times, each within what is left of its own budget.
-	for try := 0; ; try++ {
+	// canceled; the callers still waiting then join the question again (one
+	// of them leading a new flight), each within what is left of its own
+	// budget.
+	for {
 		f, done := p.flights.join(key, &r.flight)
 		if done == nil {
 			res, err := p.lead(ctx, r, q, degraded, start)
@@ -43,10 +44,10 @@ func (p *Pipeline) Ask(ctx context.Context, q tiers.Query) (*Result, error) {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		if !waited || isContextErr(f.err) && try >= 2 {
+		if !waited {
 			// The flight outlasted this caller's budget (its leader asked
-			// later), or its leaders kept going away: the caller runs the
-			// question alone, with what is left of its own budget.
+			// later): the caller runs the question alone, with what is
+			// left of its own budget.
 			return p.lead(ctx, r, q, degraded, start)
 		}
 		if isContextErr(f.err) {
@@ -93,9 +94,10 @@ type flightGroup struct {
 // flight is one run shared by the callers of one key. res and err are
 // written before done is closed.
 type flight struct {
-	done chan struct{} // made when a second caller joins
-	res  *Result
-	err  error
+	done    chan struct{} // made when a second caller joins
+	waiters int           // the callers that joined it
+	res     *Result
+	err     error
 }
 
 // join returns the flight of key. done is nil when the caller starts the
@@ -108,6 +110,7 @@ func (g *flightGroup) join(key string, mine *flight) (f *flight, done <-chan str
 		if f.done == nil {
 			f.done = make(chan struct{})
 		}
+		f.waiters++
 		return f, f.done
 	}
 	if g.m == nil {

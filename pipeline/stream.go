@@ -2,6 +2,8 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/ragfuse/ragfuse/tiers"
@@ -104,7 +106,7 @@ var InterruptedNote = map[string]string{
 // breaker hears nothing) and is returned. Stream returns the same errors
 // as Ask otherwise; it sends no event when it returns an error. A panic
 // in the pipeline's own code or in fn is returned as an error with its
-// stack, as Ask does. Identical streamed questions do not share a run (no
+// stack, as Ask does; fn's stops the stream as its error would. Identical streamed questions do not share a run (no
 // singleflight).
 func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (res *Result, err error) {
 	defer aborted(&res, &err)
@@ -134,13 +136,20 @@ type streamRun struct {
 	prompt  string // the continuation prompt of the tier whose stream broke
 }
 
-// send passes e to fn, remembering fn's first error.
-func (sr *streamRun) send(e StreamEvent) error {
+// send passes e to fn, remembering fn's first error. A panic in fn is
+// taken as its error, with the stack: the stream stops as for any error of
+// the receiver, and no model is blamed for it.
+func (sr *streamRun) send(e StreamEvent) (err error) {
 	if sr.err != nil {
 		return sr.err
 	}
-	sr.err = sr.fn(e)
-	return sr.err
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("pipeline: stream receiver panicked: %v\n%s", v, debug.Stack())
+		}
+		sr.err = err
+	}()
+	return sr.fn(e)
 }
 
 func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*Result, error) {
