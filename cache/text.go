@@ -74,13 +74,20 @@ func (sc *scanner) next() (token, bool) {
 	return token{}, false
 }
 
-// widen maps full-width ASCII forms (ＡＢＣ１２３) to ASCII.
+// widen maps full-width ASCII forms (ＡＢＣ１２３) to ASCII, and the
+// full-width signs (￥) to their usual forms (¥).
 func widen(r rune) rune {
 	if r >= 0xFF01 && r <= 0xFF5E {
 		return r - 0xFEE0
 	}
+	if r >= 0xFFE0 && r <= 0xFFE6 { // ￠ ￡ ￢ ￣ ￤ ￥ ￦: the full-width signs a Chinese keyboard types
+		return fullWidthSigns[r-0xFFE0]
+	}
 	return r
 }
+
+// fullWidthSigns are the half-width forms of U+FFE0 to U+FFE6.
+var fullWidthSigns = [...]rune{'¢', '£', '¬', '¯', '¦', '¥', '₩'}
 
 // word returns the next word or number. A word longer than sc.buf is
 // copied to the heap rather than cut, so that Normalize keeps all of it.

@@ -78,3 +78,21 @@ func TestNormalizeKeepsSymbolsAndMarks(t *testing.T) {
 		t.Errorf("Get(%q) = %q, %v; want ErrMiss", "...", e.Text, err)
 	}
 }
+
+// TestFullWidthSignsFolded: the yen sign a Chinese keyboard types (￥,
+// full width) and the usual one (¥) make one question, in the key and in
+// the guard, as full-width letters and digits do.
+func TestFullWidthSignsFolded(t *testing.T) {
+	a, b := "退货运费￥10谁出", "退货运费¥10谁出"
+	if na, nb := Normalize(a), Normalize(b); na != nb {
+		t.Errorf("Normalize(%q) = %q, Normalize(%q) = %q", a, na, b, nb)
+	}
+	emb := NewHashEmbedder(0)
+	c := New(Config{})
+	if err := c.Put("acme", a, embed1(t, emb, a), Entry{Text: "卖家承担"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Get("acme", b, embed1(t, emb, b), 0); err != nil {
+		t.Errorf("Get(%q) after Put(%q): %v", b, a, err)
+	}
+}

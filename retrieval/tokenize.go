@@ -102,10 +102,10 @@ func eachToken(text string, emit func(string)) {
 			}
 			flushWord(i)
 			flushHan(i)
-			if unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r) {
+			if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
 				contOff = append(contOff, i)
 			} else {
-				flushCont(i) // a Thai-block sign such as ฯ or ๏: a separator
+				flushCont(i) // a sign such as ฯ, ๆ or ๏: a separator
 			}
 		case unicode.IsLetter(r) || unicode.IsDigit(r):
 			flushHan(i)
@@ -136,7 +136,17 @@ func eachToken(text string, emit func(string)) {
 func isContinuous(r rune) bool {
 	return r >= 0x0E00 && r <= 0x0EFF || // Thai, Lao
 		r >= 0x1000 && r <= 0x109F || // Myanmar
-		r >= 0x1780 && r <= 0x17FF // Khmer
+		r >= 0x1780 && r <= 0x17FF || // Khmer
+		r >= 0x19E0 && r <= 0x19FF || // Khmer symbols
+		r >= 0xA9E0 && r <= 0xA9FF || // Myanmar Extended-B
+		r >= 0xAA60 && r <= 0xAA7F // Myanmar Extended-A
+}
+
+// thaiSign reports whether r is a Thai or Lao sign written as a letter
+// that stands apart from words: ฯ and ຯ (abbreviation), ๆ and ໆ
+// (repetition).
+func thaiSign(r rune) bool {
+	return r == 0x0E2F || r == 0x0E46 || r == 0x0EAF || r == 0x0EC6
 }
 
 // foldWord lowercases w and folds full-width ASCII to ASCII.

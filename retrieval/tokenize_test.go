@@ -116,3 +116,15 @@ func TestTokensThaiPairs(t *testing.T) {
 		t.Errorf("Retrieve = %v, %v; want the refund document", docs, err)
 	}
 }
+
+// TestTokensThaiSignsAndMyanmarExtensions: ฯ (abbreviation) and ๆ
+// (repetition) separate Thai terms rather than joining them, and the
+// Myanmar extension blocks are paired like Myanmar.
+func TestTokensThaiSignsAndMyanmarExtensions(t *testing.T) {
+	if got, want := tokens("กรุงเทพฯ"), []string{"กรุ", "รุง", "งเ", "เท", "ทพ"}; !slices.Equal(got, want) {
+		t.Errorf("tokens(%q) = %q, want %q", "กรุงเทพฯ", got, want)
+	}
+	if got, want := tokens("ꩠက"), []string{"ꩠက"}; !slices.Equal(got, want) {
+		t.Errorf("tokens(%q) = %q, want %q", "ꩠက", got, want)
+	}
+}
