@@ -49,6 +49,19 @@ func TestNotAnObjectIsBadJSON(t *testing.T) {
 // TestLoneSurrogateIsInvalidUTF8: a lone surrogate escape cannot be
 // UTF-8; encoding/json would turn it into U+FFFD and send that to the
 // model. It is refused like invalid bytes (checkQuestion's contract).
+// refused posts body to path and checks it gets a 400 with code.
+func refused(t *testing.T, h *harness, path, body, code string) {
+	t.Helper()
+	w := h.do(http.MethodPost, path, body)
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("%s %s: %d %s", path, body, w.Code, w.Body)
+		return
+	}
+	if b := decodeError(t, w); b.Error.Code != code {
+		t.Errorf("%s %s: code %s, want %s", path, body, b.Error.Code, code)
+	}
+}
+
 func TestLoneSurrogateIsInvalidUTF8(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	for _, tc := range []struct{ path, body string }{
@@ -58,14 +71,7 @@ func TestLoneSurrogateIsInvalidUTF8(t *testing.T) {
 		{"/v1/ask/stream", `{"question":"\ud83d"}`},
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"refund \udfff"}]}`},
 	} {
-		w := h.do(http.MethodPost, tc.path, tc.body)
-		if w.Code != http.StatusBadRequest {
-			t.Errorf("%s %s: %d %s", tc.path, tc.body, w.Code, w.Body)
-			continue
-		}
-		if b := decodeError(t, w); b.Error.Code != CodeInvalidUTF8 {
-			t.Errorf("%s %s: code %s", tc.path, tc.body, b.Error.Code)
-		}
+		refused(t, h, tc.path, tc.body, CodeInvalidUTF8)
 	}
 	if n := h.upstreamCalls(); n != 0 {
 		t.Fatalf("%d upstream calls", n)
@@ -91,14 +97,7 @@ func TestInvisibleQuestionIsEmpty(t *testing.T) {
 		{"/v1/chat/completions", `{"messages":[{"role":"user","content":"\u200b\u200b"}]}`},
 		{"/v1/chat/completions", `{"stream":true,"messages":[{"role":"user","content":[{"type":"text","text":"\u200c "}]}]}`},
 	} {
-		w := h.do(http.MethodPost, tc.path, tc.body)
-		if w.Code != http.StatusBadRequest {
-			t.Errorf("%s %s: %d %s", tc.path, tc.body, w.Code, w.Body)
-			continue
-		}
-		if b := decodeError(t, w); b.Error.Code != CodeEmptyQuestion {
-			t.Errorf("%s %s: code %s", tc.path, tc.body, b.Error.Code)
-		}
+		refused(t, h, tc.path, tc.body, CodeEmptyQuestion)
 	}
 	if n := h.upstreamCalls(); n != 0 {
 		t.Fatalf("%d upstream calls", n)

@@ -260,6 +260,21 @@ func TestOpenAIClient(t *testing.T) {
 	}
 }
 
+// serveLoopback serves srv on a loopback port until cancel; served gets
+// Serve's result.
+func serveLoopback(t *testing.T, srv *Server) (url string, cancel context.CancelFunc, served <-chan error) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ctx, l) }()
+	return "http://" + l.Addr().String(), cancel, errc
+}
+
 // TestGracefulShutdown starts a slow question, cancels the server's
 // context, and checks the question still gets its answer while new
 // connections are refused.
@@ -274,14 +289,7 @@ func TestGracefulShutdown(t *testing.T) {
 		})
 	}})
 	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeLatency, Delay: 300 * time.Millisecond})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- h.srv.Serve(ctx, l) }()
+	url, cancel, served := serveLoopback(t, h.srv)
 
 	answered := make(chan int, 1)
 	go func() {
@@ -314,14 +322,7 @@ func TestGracefulShutdown(t *testing.T) {
 func TestDrainDelay(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	h := newHarness(t, harnessOptions{config: func(c *pipeline.Config) { c.Server.DrainDelay = delay }})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- h.srv.Serve(ctx, l) }()
+	url, cancel, served := serveLoopback(t, h.srv)
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get(url + "/readyz")
