@@ -31,21 +31,13 @@ func (r scoreRetriever) Retrieve(context.Context, string, int) ([]retrieval.Doc,
 // score, over HTTP.
 func scoreServer(t *testing.T, score float64) (*harness, *httptest.Server) {
 	t.Helper()
-	p, err := pipeline.New(pipeline.Options{Tiers: []pipeline.Stage{
+	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{
 		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: scoreRetriever{score}})},
 		{Tier: tiers.NewStatic("static", "")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	srv, err := New(Config{Pipeline: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
+	}}, Config{})
+	ts := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(ts.Close)
-	return &harness{t: t, p: p, srv: srv}, ts
+	return h, ts
 }
 
 // TestHugeScoreIsAnswered: a finite score too large to round (1e307 from
@@ -127,18 +119,10 @@ func (k unencodableSink) failed(err error) error {
 // serveStream returns an internal error for the JSON response), and the
 // question is logged as failed.
 func TestStreamEncodingErrorIsAnErrorEvent(t *testing.T) {
-	p, err := pipeline.New(pipeline.Options{Tiers: []pipeline.Stage{
-		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: ownRetriever{}})},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
 	logs := &syncBuffer{}
-	srv, err := New(Config{Pipeline: p, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{
+		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: ownRetriever{}})},
+	}}, Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))}).srv
 	serve := func(bad pipeline.StreamEventKind) (*httptest.ResponseRecorder, error) {
 		rec := httptest.NewRecorder()
 		c := echo.New().NewContext(httptest.NewRequest(http.MethodPost, "/v1/ask/stream", nil), rec)
@@ -173,19 +157,10 @@ func TestStreamEncodingErrorIsAnErrorEvent(t *testing.T) {
 // can carry (a pipeline built as a library skips config validation) is
 // reported as 0 by /v1/status, not a 500.
 func TestStatusNonFiniteRateIsZero(t *testing.T) {
-	p, err := pipeline.New(pipeline.Options{
+	h := libraryHarness(t, pipeline.Options{
 		Tiers:     []pipeline.Stage{{Tier: tiers.NewStatic("static", "")}},
 		RateLimit: pipeline.RateLimitConfig{GlobalRPS: math.Inf(1), TenantRPS: math.NaN()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	srv, err := New(Config{Pipeline: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, p: p, srv: srv}
+	}, Config{})
 	w := h.do(http.MethodGet, "/v1/status", "")
 	if w.Code != http.StatusOK {
 		t.Fatalf("status: %d %s", w.Code, w.Body)

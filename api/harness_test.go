@@ -161,6 +161,24 @@ func (h *harness) do(method, path, body string, headers ...string) *httptest.Res
 	return w
 }
 
+// libraryHarness serves a pipeline built in Go from opts, with no
+// configuration file, through a Server configured by c (its Pipeline set
+// here).
+func libraryHarness(t *testing.T, opts pipeline.Options, c Config) *harness {
+	t.Helper()
+	p, err := pipeline.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	c.Pipeline = p
+	srv, err := New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &harness{t: t, p: p, srv: srv}
+}
+
 // ask posts a question and decodes a 200 answer.
 func (h *harness) ask(question string, headers ...string) AskResponse {
 	h.t.Helper()

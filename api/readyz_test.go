@@ -23,19 +23,10 @@ func (ownRetriever) Retrieve(context.Context, string, int) ([]retrieval.Doc, err
 // knowledge base to load, is ready at once; /readyz must not wait forever
 // for a knowledge base it does not have.
 func TestReadyzWithOwnRetriever(t *testing.T) {
-	p, err := pipeline.New(pipeline.Options{Tiers: []pipeline.Stage{
+	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{
 		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: ownRetriever{}})},
 		{Tier: tiers.NewStatic("static", "")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = p.Close() }()
-	srv, err := New(Config{Pipeline: p})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, p: p, srv: srv}
+	}}, Config{})
 	if a := h.ask("How do I return an item?"); a.Source != tiers.SourceRetrieval {
 		t.Fatalf("source %s, want retrieval", a.Source)
 	}

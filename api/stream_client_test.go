@@ -69,19 +69,11 @@ func (panickyMemory) Remember(context.Context, tiers.Query, tiers.Answer) { pani
 // recovered and logged like one in /v1/ask, and the stream ends with an
 // error event, instead of taking the process down.
 func TestStreamPanicRecovered(t *testing.T) {
-	p, err := pipeline.New(pipeline.Options{Tiers: []pipeline.Stage{
+	logs := &syncBuffer{}
+	srv := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{
 		{Tier: panickyMemory{}},
 		{Tier: tiers.NewStatic("static", "Sorry.")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	logs := &syncBuffer{}
-	srv, err := New(Config{Pipeline: p, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	}}, Config{Logger: slog.New(slog.NewJSONHandler(logs, nil))}).srv
 	// /v1/ask: the pipeline turns the panic into an error.
 	req := httptest.NewRequest(http.MethodPost, "/v1/ask", strings.NewReader(`{"question":"hello"}`))
 	req.Header.Set("Content-Type", "application/json")
@@ -144,19 +136,11 @@ func (t steadyTier) AnswerStream(ctx context.Context, _ tiers.Query, r tiers.Str
 // allowed for a stall of a whole heartbeat on a loaded machine.
 func TestHeartbeatOnlyWhenIdle(t *testing.T) {
 	const heartbeat = 250 * time.Millisecond
-	p, err := pipeline.New(pipeline.Options{Tiers: []pipeline.Stage{
+	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{
 		{Tier: steadyTier{n: 401, gap: 3 * time.Millisecond}, Model: true},
 		{Tier: tiers.NewStatic("static", "Sorry.")},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	srv, err := New(Config{Pipeline: p, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StreamHeartbeat: heartbeat})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts := httptest.NewServer(srv.Handler())
+	}}, Config{Logger: slog.New(slog.NewJSONHandler(io.Discard, nil)), StreamHeartbeat: heartbeat})
+	ts := httptest.NewServer(h.srv.Handler())
 	t.Cleanup(ts.Close)
 	evs := readSSE(t, postStream(t, ts.URL+"/v1/ask/stream", `{"question":"hello"}`).Body)
 	pings := 0
