@@ -21,8 +21,8 @@ func runChaos(ctx context.Context, args []string, e *env) error {
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
-	if *dim <= 0 || *chunkDelay < 0 {
-		fmt.Fprintln(e.stderr, "--embedding-dim must be positive and --chunk-delay not negative")
+	if *dim <= 0 || *dim > llmtest.MaxEmbeddingDim || *chunkDelay < 0 {
+		fmt.Fprintf(e.stderr, "--embedding-dim must be in 1..%d and --chunk-delay not negative\n", llmtest.MaxEmbeddingDim)
 		fs.Usage()
 		return errUsage
 	}

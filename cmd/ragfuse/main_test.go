@@ -48,6 +48,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--demo-faults", "nobody=hang"}, exitUsage, "", `unknown model "nobody"`},
 		{[]string{"serve", "--config", "x.yaml", "--demo-faults", "demo-primary=hang"}, exitUsage, "", "demo only"},
 		{[]string{"chaos", "--embedding-dim", "0"}, exitUsage, "", "--embedding-dim"},
+		{[]string{"chaos", "--embedding-dim", "10000"}, exitUsage, "", "--embedding-dim"},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -3,6 +3,7 @@ package llmtest
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -134,4 +135,56 @@ func TestClientGoingAwayReleasesHandler(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handler did not return after the client went away")
 	}
+}
+
+// TestMountedCloseCutsASlowBody: Close on a mounted Server (one it does
+// not own the connections of) returns while a client is still sending a
+// request body, rather than waiting for the client.
+func TestMountedCloseCutsASlowBody(t *testing.T) {
+	srv := New(Config{})
+	reading := make(chan struct{})
+	outer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = &firstRead{ReadCloser: r.Body, first: reading}
+		srv.ServeHTTP(w, r)
+	}))
+	defer outer.Close()
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		req, _ := http.NewRequest(http.MethodPost, outer.URL+"/v1/chat/completions", pr)
+		if resp, err := (&http.Client{Transport: tr}).Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	if _, err := pw.Write([]byte(`{"model":"m",`)); err != nil {
+		t.Fatal(err)
+	}
+	<-reading // the handler is reading the body
+	closed := make(chan struct{})
+	go func() { srv.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		pw.Close()
+		<-closed
+		t.Fatal("Close waited for a client still sending its body")
+	}
+	pw.Close()
+	<-sent
+}
+
+// firstRead closes first when its body is first read.
+type firstRead struct {
+	io.ReadCloser
+	first chan struct{}
+	once  sync.Once
+}
+
+func (b *firstRead) Read(p []byte) (int, error) {
+	b.once.Do(func() { close(b.first) })
+	return b.ReadCloser.Read(p)
 }

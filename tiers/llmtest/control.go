@@ -36,7 +36,7 @@ func decodeStrict(w http.ResponseWriter, r *http.Request, v any) bool {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "invalid JSON body: "+err.Error())
 		return false
 	}
-	if dec.More() {
+	if _, err := dec.Token(); err != io.EOF {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_json", "invalid JSON body: trailing data")
 		return false
 	}

@@ -171,3 +171,17 @@ func TestModels(t *testing.T) {
 		t.Errorf("models without Config.Models = %+v, %v", list.Models, err)
 	}
 }
+
+// TestControlRefusesTrailingBrackets: a control body with a stray ] or }
+// after its object is refused as trailing data, like any other.
+func TestControlRefusesTrailingBrackets(t *testing.T) {
+	srv := start(t, Config{})
+	for _, b := range []string{`{"mode":"hang"}}`, `{"mode":"hang"}]`, `{"mode":"hang"} x`} {
+		if status, _, body := raw(t, http.MethodPut, root(srv)+"/_llmtest/faults/m", b); status != http.StatusBadRequest {
+			t.Errorf("PUT fault %s: %d %s, want 400", b, status, body)
+		}
+	}
+	if f := srv.Fault("m"); f.Mode != ModeOK {
+		t.Errorf("fault %+v set by a refused body", f)
+	}
+}

@@ -12,8 +12,9 @@ import (
 	"strings"
 )
 
-// maxDim caps the embedding dimension a request may ask for.
-const maxDim = 8192
+// MaxEmbeddingDim caps the length of embedding vectors, asked for by a
+// request or set by Config.EmbeddingDim.
+const MaxEmbeddingDim = 8192
 
 type embeddingRequest struct {
 	Model          string          `json:"model"`
@@ -25,6 +26,9 @@ type embeddingRequest struct {
 // inputs returns the texts of an embedding input: a string, an array of
 // strings, or token arrays (each token becomes a word).
 func (e embeddingRequest) inputs() ([]string, bool) {
+	if len(e.Input) == 0 || string(e.Input) == "null" {
+		return nil, false
+	}
 	var one string
 	if json.Unmarshal(e.Input, &one) == nil {
 		return []string{one}, true
@@ -78,9 +82,9 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	if req.Dimensions != 0 {
 		dim = req.Dimensions
 	}
-	if dim < 1 || dim > maxDim {
+	if req.Dimensions != 0 && (dim < 1 || dim > MaxEmbeddingDim) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value",
-			fmt.Sprintf("dimensions must be in 1..%d", maxDim))
+			fmt.Sprintf("dimensions must be in 1..%d", MaxEmbeddingDim))
 		return
 	}
 	if req.EncodingFormat != "" && req.EncodingFormat != "float" && req.EncodingFormat != "base64" {

@@ -1,9 +1,11 @@
 package llmtest
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -99,5 +101,23 @@ func TestEmbeddingsBadInput(t *testing.T) {
 		if status, _, got := raw(t, http.MethodPost, srv.URL+"/embeddings", body); status != 400 {
 			t.Errorf("%s: %d %s, want 400", body, status, got)
 		}
+	}
+}
+
+// TestEmbeddingsNullInputAndLargeDefaultDim: "input": null is refused as
+// no input, and a server whose EmbeddingDim is over MaxEmbeddingDim serves
+// MaxEmbeddingDim-long vectors rather than refusing every request.
+func TestEmbeddingsNullInputAndLargeDefaultDim(t *testing.T) {
+	srv := start(t, Config{EmbeddingDim: 4})
+	if status, _, body := raw(t, http.MethodPost, srv.URL+"/embeddings", `{"model":"e","input":null}`); status != http.StatusBadRequest || !strings.Contains(body, "invalid_input") {
+		t.Errorf("input null: %d %s, want 400 invalid_input", status, body)
+	}
+	big := start(t, Config{EmbeddingDim: MaxEmbeddingDim + 1})
+	status, _, body := raw(t, http.MethodPost, big.URL+"/embeddings", `{"model":"e","input":"hello"}`)
+	var resp struct {
+		Data []struct{ Embedding []float32 } `json:"data"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &resp) != nil || len(resp.Data) != 1 || len(resp.Data[0].Embedding) != MaxEmbeddingDim {
+		t.Errorf("EmbeddingDim %d: %d, want 200 with %d-long vectors", MaxEmbeddingDim+1, status, MaxEmbeddingDim)
 	}
 }

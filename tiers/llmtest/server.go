@@ -31,7 +31,8 @@ type Config struct {
 	// ChunkDelay is the pause between normal stream chunks; 0 means none.
 	ChunkDelay time.Duration
 	// EmbeddingDim is the length of embedding vectors when a request does
-	// not ask for its own; 0 means 256.
+	// not ask for its own; 0 means 256, and more than MaxEmbeddingDim
+	// means MaxEmbeddingDim.
 	EmbeddingDim int
 	// Models, if non-empty, lists the only models served; requests for
 	// other models get 404 model_not_found.
@@ -66,6 +67,10 @@ type Server struct {
 	opts  Config
 	mux   *http.ServeMux
 	quit  chan struct{}  // closed by Close: releases hung and stalled handlers
+	// quitCtx ends with quit: it cuts the reads and writes of handlers
+	// that are moving a body when Close is called.
+	quitCtx context.Context
+	endQuit context.CancelFunc
 	hs    *http.Server   // set by Start
 	serve chan struct{}  // closed when hs.Serve returns
 	conns sync.WaitGroup // connection goroutines of hs, new until closed or hijacked
@@ -99,9 +104,11 @@ func New(cfg Config) *Server {
 	if s.clock == nil {
 		s.clock = realClock{}
 	}
+	s.quitCtx, s.endQuit = context.WithCancel(context.Background())
 	if s.opts.EmbeddingDim <= 0 {
 		s.opts.EmbeddingDim = 256
 	}
+	s.opts.EmbeddingDim = min(s.opts.EmbeddingDim, MaxEmbeddingDim)
 	s.routes()
 	return s
 }
@@ -166,6 +173,7 @@ func (s *Server) Close() {
 		<-s.serve
 	}
 	close(s.quit)
+	s.endQuit()
 	s.handlers.Wait()
 	s.conns.Wait()
 }
@@ -194,6 +202,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.handlers.Add(1)
 	s.mu.Unlock()
 	defer s.handlers.Done()
+	// Close also ends a handler still reading a slow client's body or
+	// writing to one that stopped reading (a mounted Server does not own
+	// the connection, so it cuts its I/O rather than closing it).
+	rc := http.NewResponseController(w)
+	defer context.AfterFunc(s.quitCtx, func() {
+		past := time.Unix(1, 0)
+		_ = rc.SetReadDeadline(past)
+		_ = rc.SetWriteDeadline(past)
+	})()
 	s.mux.ServeHTTP(w, r)
 }
 
