@@ -110,11 +110,46 @@ func TestConfigErrorHidesURLPassword(t *testing.T) {
 		`models: {m: "https://bob:p@ss@api.example/v1"}`:        `"https://***@api.example/v1"`,
 		`redis: "https://api.example/v1/users/@me"`:             `"https://api.example/v1/users/@me"`,
 		`redis: "rediss://:0123456789abcdefghij0123456789@h:1"`: `"rediss://***@h:1"`,
+		// A base64 password holds '/'; '?' and '#' may appear too.
+		`redis: "redis://:s3cr/et@h:6379/0"`: `"redis://***@h:6379/0"`,
+		`redis: "redis://:s3cr#et@h:6379/0"`: `"redis://***@h:6379/0"`,
+		`redis: "redis://:s3cr?et@h:6379/0"`: `"redis://***@h:6379/0"`,
 	} {
 		_, err := ParseConfig([]byte(body + "\ntiers: [{name: s, kind: static}]\n"))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "hunter2") ||
-			strings.Contains(err.Error(), ":p@ss") || strings.Contains(err.Error(), "0123456789") {
+			strings.Contains(err.Error(), ":p@ss") || strings.Contains(err.Error(), "0123456789") || strings.Contains(err.Error(), "s3cr") {
 			t.Errorf("%s: err = %v, want it to quote %s", body, err, want)
 		}
+	}
+}
+
+// TestConfigMergeKeys: YAML merge keys (<<: *anchor) reuse settings, as
+// the YAML decoder allows; the check for unknown fields looks inside the
+// merged mapping instead of taking "<<" for a field.
+func TestConfigMergeKeys(t *testing.T) {
+	cfg, err := ParseConfig([]byte(`
+models:
+  m: {base_url: "http://x/v1"}
+tiers:
+  - &llm {name: primary, kind: llm, models: [m], timeout: 2s}
+  - {<<: *llm, name: fallback, source: fallback}
+  - {name: static, kind: static, message: hi}
+`))
+	if err != nil {
+		t.Fatalf("ParseConfig: %v", err)
+	}
+	if f := cfg.Tiers[1]; f.Name != "fallback" || f.Kind != "llm" || f.Timeout != 2*time.Second {
+		t.Errorf("merged tier %+v", f)
+	}
+	_, err = ParseConfig([]byte(`
+models:
+  m: {base_url: "http://x/v1"}
+tiers:
+  - &llm {name: primary, kind: llm, models: [m], timout: 2s}
+  - {<<: *llm, name: fallback}
+  - {name: static, kind: static}
+`))
+	if err == nil || !strings.Contains(err.Error(), "timout: unknown field") {
+		t.Errorf("a misspelt field inside a merged mapping: %v", err)
 	}
 }

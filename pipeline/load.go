@@ -116,6 +116,19 @@ func checkNode(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			key, val := n.Content[i].Value, n.Content[i+1]
+			if n.Content[i].Tag == "!!merge" { // <<: *anchor, or a list of them
+				for val.Kind == yaml.AliasNode && val.Alias != nil {
+					val = val.Alias
+				}
+				merged := []*yaml.Node{val}
+				if val.Kind == yaml.SequenceNode {
+					merged = val.Content
+				}
+				for _, m := range merged {
+					checkNode(m, t, path, errs)
+				}
+				continue
+			}
 			f, ok := fieldByTag(t, key)
 			if !ok {
 				*errs = append(*errs, &FieldError{Path: join(path, key), Msg: "unknown field"})
@@ -226,6 +239,9 @@ func hideUserinfo(v string) string {
 		host = rest[:j]
 	}
 	at := strings.LastIndex(host, "@")
+	if at < 0 && strings.Contains(host, ":") {
+		at = strings.LastIndex(rest, "@") // a raw '/', '?' or '#' in the password
+	}
 	if at < 0 {
 		return v
 	}
