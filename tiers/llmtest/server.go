@@ -66,14 +66,14 @@ type Server struct {
 	clock Clock
 	opts  Config
 	mux   *http.ServeMux
-	quit  chan struct{}  // closed by Close: releases hung and stalled handlers
+	quit  chan struct{} // closed by Close: releases hung and stalled handlers
 	// quitCtx ends with quit: it cuts the reads and writes of handlers
 	// that are moving a body when Close is called.
 	quitCtx context.Context
 	endQuit context.CancelFunc
-	hs    *http.Server   // set by Start
-	serve chan struct{}  // closed when hs.Serve returns
-	conns sync.WaitGroup // connection goroutines of hs, new until closed or hijacked
+	hs      *http.Server   // set by Start
+	serve   chan struct{}  // closed when hs.Serve returns
+	conns   sync.WaitGroup // connection goroutines of hs, new until closed or hijacked
 
 	// onBlock, if set (by tests, before serving), is called when a handler
 	// starts waiting without a time limit.
