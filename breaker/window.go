@@ -229,12 +229,19 @@ func (w *window) recordTime(code uint32, at time.Duration) int64 {
 func (w *window) advanceTo(e int64) {
 	w.advance.Lock()
 	defer w.advance.Unlock()
+	w.advanceLocked(e)
+}
+
+// advanceLocked moves head to epoch e if e is ahead of it, emptying the
+// buckets it passes over, and returns the head. w.advance must be held.
+func (w *window) advanceLocked(e int64) int64 {
 	h := w.head.Load()
 	if e <= h {
-		return
+		return h
 	}
 	w.emptyLocked(h+1, e)
 	w.head.Store(e)
+	return e
 }
 
 // emptyLocked empties the buckets of epochs from to e (at most the last
@@ -260,15 +267,9 @@ func (w *window) emptyLocked(from, e int64) {
 func (w *window) rewindTo(e int64) int64 {
 	w.advance.Lock()
 	defer w.advance.Unlock()
-	h := w.head.Load()
 	n := int64(len(w.buckets))
-	if h-e < n { // rewound meanwhile: as in recordTime
-		if e <= h {
-			return h
-		}
-		w.emptyLocked(h+1, e)
-		w.head.Store(e)
-		return e
+	if w.head.Load()-e < n { // rewound meanwhile: as in recordTime
+		return w.advanceLocked(e)
 	}
 	for i := range w.buckets {
 		// Out of every reader's range; emptied before it is labelled again.
