@@ -3,20 +3,19 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/pipeline/drill"
 )
 
-// drillSettings are the protection settings --settings accepts.
-var drillSettings = []string{drill.SettingNone, drill.SettingBreaker, drill.SettingFull}
+// drillFlags names the flag of each drill.Options field, for its errors.
+var drillFlags = map[string]string{"speed": "--speed", "settings": "--settings", "target": "--target", "api_key": "--api-key-env"}
 
 // runDrill plays a fault scenario and writes report.json, report.md and
 // report.png into --out; it prints the Markdown report. Over HTTP
@@ -43,33 +42,24 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	if *scenario == "" || *out == "" || !(*speed > 0) { // !(> 0) refuses NaN too
 		return usage("--scenario and --out are required, and --speed must be positive")
 	}
-	if *speed > drill.MaxSpeed {
-		return usage(fmt.Sprintf("--speed must be at most %d", drill.MaxSpeed))
-	}
-	if *target != "" {
-		if u, err := url.Parse(*target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usage("--target must be an http or https URL, e.g. http://127.0.0.1:8080")
-		}
-	}
-	var list []string
+	opts := drill.Options{Speed: *speed, Target: *target}
 	if set["settings"] {
-		if *target != "" {
-			return usage("--settings cannot be used with --target: a running server plays the protections of its own configuration")
-		}
 		for s := range strings.SplitSeq(*settings, ",") {
-			if s = strings.TrimSpace(s); s == "" {
-				continue
+			if s = strings.TrimSpace(s); s != "" {
+				opts.Settings = append(opts.Settings, s)
 			}
-			if !slices.Contains(drillSettings, s) {
-				return usage(fmt.Sprintf("--settings: unknown setting %q (want %s)", s, strings.Join(drillSettings, ", ")))
-			}
-			list = append(list, s)
 		}
-		if len(list) == 0 {
-			return usage("--settings: name at least one of " + strings.Join(drillSettings, ", "))
+		if len(opts.Settings) == 0 {
+			return usage("--settings: name at least one of " + strings.Join(drill.DefaultSettings, ", "))
 		}
 	}
-	var key string
+	if err := opts.Check(); err != nil {
+		var oe *drill.OptionError
+		if errors.As(err, &oe) {
+			return usage(drillFlags[oe.Option] + " " + oe.Msg)
+		}
+		return err
+	}
 	if set["api-key-env"] {
 		switch {
 		case *target == "":
@@ -77,7 +67,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 		case !pipeline.EnvName(*keyEnv): // the key itself, pasted by mistake, is not repeated
 			return usage("--api-key-env " + pipeline.NotEnvName)
 		}
-		if key = strings.TrimSpace(e.getenv(*keyEnv)); key == "" {
+		if opts.APIKey = strings.TrimSpace(e.getenv(*keyEnv)); opts.APIKey == "" {
 			return fmt.Errorf("--api-key-env: environment variable %s is empty or unset", *keyEnv)
 		}
 	}
@@ -85,7 +75,8 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	if err != nil {
 		return err
 	}
-	rep, err := drill.Run(ctx, drill.Options{Scenario: sc, Settings: list, Speed: *speed, Target: *target, APIKey: key})
+	opts.Scenario = sc
+	rep, err := drill.Run(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -100,7 +91,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	if *target != "" {
-		return allFailed(rep, key != "", *out)
+		return allFailed(rep, opts.APIKey != "", *out)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -45,6 +46,38 @@ type Options struct {
 	Client *http.Client
 }
 
+// An OptionError is an option Run refuses: Option names the field of
+// Options, Msg says what is wrong with it.
+type OptionError struct{ Option, Msg string }
+
+func (e *OptionError) Error() string { return "drill: " + e.Option + " " + e.Msg }
+
+// Check returns an *OptionError for the first option Run would refuse,
+// reading nothing: the scenario is not checked.
+func (o Options) Check() error {
+	if o.Speed != 0 && !(o.Speed > 0 && o.Speed <= MaxSpeed) { // !(…) refuses NaN too
+		return &OptionError{"speed", fmt.Sprintf("must be in (0, %d]", MaxSpeed)}
+	}
+	for _, s := range o.Settings {
+		if !slices.Contains(DefaultSettings, s) {
+			return &OptionError{"settings", fmt.Sprintf("has an unknown setting %q (want %s)", s, strings.Join(DefaultSettings, ", "))}
+		}
+	}
+	if o.Target == "" {
+		if o.APIKey != "" {
+			return &OptionError{"api_key", "needs a target: an in-process drill asks no server"}
+		}
+		return nil
+	}
+	if len(o.Settings) > 0 {
+		return &OptionError{"settings", "cannot be used with a target: a running server plays the protections of its own configuration"}
+	}
+	if u, err := url.Parse(o.Target); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return &OptionError{"target", "must be an http or https URL, e.g. http://127.0.0.1:8080"}
+	}
+	return nil
+}
+
 // Run plays o.Scenario once per protection setting and returns the report.
 // It returns early with ctx.Err() when ctx is cancelled.
 func Run(ctx context.Context, o Options) (*Report, error) {
@@ -55,18 +88,12 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, err
 	}
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
 	speed := o.Speed
 	if speed == 0 {
 		speed = 1
-	}
-	if !(speed > 0 && speed <= MaxSpeed) {
-		return nil, fmt.Errorf("drill: speed %g out of range (0, %d]", speed, MaxSpeed)
-	}
-	if o.Target == "" && o.APIKey != "" {
-		return nil, errors.New("drill: an API key needs a target")
-	}
-	if o.Target != "" && len(o.Settings) > 0 {
-		return nil, errors.New("drill: protection settings cannot be chosen for a target")
 	}
 	qpath := sc.Questions
 	if qpath == "" {
@@ -81,11 +108,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	var windows []Window // none over HTTP: the faults are not injected
 	settings := o.Settings
 	if o.Target != "" {
-		u, err := url.Parse(o.Target)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errors.New("drill: the target must be an http or https URL")
-		}
-		u.User = nil // may hold a password
+		u, _ := url.Parse(o.Target) // Check parsed it
+		u.User = nil                // may hold a password
 		rep.Target = u.String()
 		settings = []string{SettingTarget}
 	} else {
@@ -95,13 +119,6 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.Faults = windows
-	for _, s := range settings {
-		if s != SettingTarget {
-			if _, err := configFor(sc.Config, s); err != nil {
-				return nil, err
-			}
-		}
-	}
 	for _, s := range settings {
 		var tr *trace
 		var err error
