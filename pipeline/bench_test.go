@@ -96,6 +96,21 @@ func BenchmarkUpstream(b *testing.B) {
 		}
 	})
 	b.Run("paired", func(b *testing.B) { pairUpstream(b, callBare, callPipeline) })
+	// paired-same pairs the bare call with itself: the spread of a set's
+	// ratio on the machine, with no overhead to measure.
+	b.Run("paired-same", func(b *testing.B) { pairUpstream(b, callBare, callBare) })
+	// paired-client pairs the bare call with the same call through the
+	// llm tier's client (tiers.NewClient over the same http.Client), which
+	// sends through the Transport and spares Client.Do's bookkeeping;
+	// paired-guards pairs that call with the question through the
+	// pipeline: the pipeline's own cost, over the same client.
+	viaClient := func(b *testing.B) {
+		if _, err := client.CreateChatCompletion(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Run("paired-client", func(b *testing.B) { pairUpstream(b, callBare, viaClient) })
+	b.Run("paired-guards", func(b *testing.B) { pairUpstream(b, viaClient, callPipeline) })
 	// paired-tier asks the llm tier alone, with no pipeline around it: the
 	// cost of the documents, the prompt and the tier's own client.
 	b.Run("paired-tier", func(b *testing.B) {
