@@ -39,10 +39,10 @@ type ClientConfig struct {
 //
 // With an *http.Client (or none), a request is sent straight through the
 // client's Transport, sparing the per-request bookkeeping http.Client.Do
-// keeps for redirects; a client with a cookie jar or a Timeout, a URL with
-// user information, and every request after the endpoint first answers
-// with a redirect go through Client.Do, so its redirects, cookies and
-// timeout behave as they would there.
+// keeps for redirects; a client with a cookie jar or a Timeout and a URL
+// with user information go through Client.Do, and a redirect is handed to
+// Client.Do to follow, so redirects, cookies and timeouts behave as they
+// would there.
 func NewClient(cfg ClientConfig) *openai.Client {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {
@@ -51,9 +51,9 @@ func NewClient(cfg ClientConfig) *openai.Client {
 	var doer openai.HTTPDoer
 	switch hc := cfg.HTTPClient.(type) {
 	case nil:
-		doer = newDirectDoer(&http.Client{})
+		doer = directDoer{hc: &http.Client{}}
 	case *http.Client:
-		doer = newDirectDoer(hc)
+		doer = directDoer{hc: hc}
 	default:
 		doer = hc
 	}

@@ -3,11 +3,9 @@ package tiers
 import (
 	"crypto/tls"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync/atomic"
 )
 
 // directDoer sends a model call straight through its http.Client's
@@ -18,27 +16,23 @@ import (
 // Client.Do's other work is for redirects and cookies, which a call to an
 // OpenAI-compatible API does not meet: it clones the request's headers for
 // the redirects to come, and keeps the requests it sent. That bookkeeping
-// costs about 2% of a call to a model that answers at once
-// (BenchmarkUpstream in package pipeline), more than the pipeline's guards
-// around the call. What would need it still goes through Client.Do:
+// costs about 1.5% of a call to a model that answers at once
+// (BenchmarkUpstream in package pipeline). What needs it still goes
+// through Client.Do:
 //   - a client with a cookie jar or a Timeout, and a URL that carries user
 //     information (Client.Do turns it into Basic authentication);
 //   - a request whose body cannot be sent again;
-//   - after the endpoint first answers with a redirect, every request.
-//     That request is sent again through Client.Do, which follows the
-//     redirect as it would have (stripping the API key on the way to
-//     another host); an endpoint acts on nothing it redirects.
+//   - a redirect: the answer is handed to Client.Do as the answer to the
+//     request's first hop, without sending the request again, and
+//     Client.Do follows it as it would have (its CheckRedirect, the next
+//     hop's method and body, the API key stripped on the way to another
+//     host).
 type directDoer struct {
-	hc         *http.Client
-	redirected *atomic.Bool // set at the endpoint's first redirect
-}
-
-func newDirectDoer(hc *http.Client) directDoer {
-	return directDoer{hc: hc, redirected: new(atomic.Bool)}
+	hc *http.Client
 }
 
 func (d directDoer) Do(req *http.Request) (*http.Response, error) {
-	if d.hc.Jar != nil || d.hc.Timeout != 0 || d.redirected.Load() ||
+	if d.hc.Jar != nil || d.hc.Timeout != 0 ||
 		req.URL == nil || req.URL.User != nil ||
 		req.Body != nil && req.Body != http.NoBody && req.GetBody == nil {
 		return d.hc.Do(req)
@@ -58,22 +52,53 @@ func (d directDoer) Do(req *http.Request) (*http.Response, error) {
 		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
 	}
 	if res.Body == nil {
+		if res.ContentLength > 0 && req.Method != http.MethodHead {
+			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(),
+				Err: fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", rt, res.ContentLength)}
+		}
 		res.Body = http.NoBody
 	}
 	if !isRedirect(res) {
 		return res, nil
 	}
-	d.redirected.Store(true)
-	// Drain a little of the body so that the connection can be used again.
-	_, _ = io.CopyN(io.Discard, res.Body, 2<<10)
-	res.Body.Close()
+	return d.follow(req, rt, res)
+}
+
+// follow hands res, the redirect answering req, to Client.Do as the answer
+// to the first hop of a copy of req, so that Client.Do follows it as it
+// would have followed it for req, without req being sent again.
+func (d directDoer) follow(req *http.Request, rt http.RoundTripper, res *http.Response) (*http.Response, error) {
 	again := req.Clone(req.Context())
 	if req.GetBody != nil {
-		if again.Body, err = req.GetBody(); err != nil {
+		body, err := req.GetBody()
+		if err != nil {
+			res.Body.Close()
 			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
 		}
+		again.Body = body
 	}
-	return d.hc.Do(again)
+	c := *d.hc
+	c.Transport = &answered{res: res, next: rt}
+	return c.Do(again)
+}
+
+// answered is the Transport of a Client.Do that follows a redirect
+// already received: its first round trip answers with that redirect, the
+// later ones go to next.
+type answered struct {
+	res  *http.Response // nil once given
+	next http.RoundTripper
+}
+
+func (a *answered) RoundTrip(req *http.Request) (*http.Response, error) {
+	if res := a.res; res != nil {
+		a.res = nil
+		if req.Body != nil {
+			req.Body.Close()
+		}
+		return res, nil
+	}
+	return a.next.RoundTrip(req)
 }
 
 // isRedirect reports whether Client.Do would follow res.

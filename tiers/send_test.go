@@ -3,6 +3,7 @@ package tiers
 import (
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/cookiejar"
@@ -25,9 +26,8 @@ func chat(client *openai.Client) error {
 }
 
 // A redirect is followed as Client.Do follows it, API key stripped on
-// the way to another host, and every later request of the client goes
-// through Client.Do: the endpoint that redirected sees the first request
-// twice (sent straight, then again through Client.Do), then once a call.
+// the way to another host, and the endpoint that redirected sees each
+// call once.
 func TestClientFollowsRedirectsAsClientDo(t *testing.T) {
 	var (
 		mu    sync.Mutex
@@ -74,8 +74,8 @@ func TestClientFollowsRedirectsAsClientDo(t *testing.T) {
 			t.Fatalf("request %d carried the API key to another host", i)
 		}
 	}
-	if got := redirects.Load(); got != 1+2+1 {
-		t.Fatalf("front saw %d requests, want 4: Client.Do's, the first call's twice, the second call's once", got)
+	if got := redirects.Load(); got != 3 {
+		t.Fatalf("front saw %d requests, want 3: one a call", got)
 	}
 }
 
@@ -173,5 +173,147 @@ func TestClientErrorsAsClientDo(t *testing.T) {
 	https := strings.Replace(srv.URL, "http://", "https://", 1)
 	if err := chat(NewClient(ClientConfig{BaseURL: https})); !errors.Is(err, http.ErrSchemeMismatch) {
 		t.Fatalf("err = %v, want %v", err, http.ErrSchemeMismatch)
+	}
+}
+
+// prgServer is an endpoint in the Post/Redirect/Get style: it acts on a
+// POST (counted in posts: a billed model call) and answers 303 See Other
+// pointing at the stored result, which a GET then fetches.
+func prgServer(t *testing.T, posts *atomic.Int32) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost {
+			_, _ = io.Copy(io.Discard, r.Body)
+			posts.Add(1)
+			http.Redirect(w, r, "/v1/result", http.StatusSeeOther)
+			return
+		}
+		if r.Header.Get("Accept") == "text/event-stream" {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, `data: {"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":"stop"}]}`+"\n\n"+"data: [DONE]\n\n")
+			return
+		}
+		reply(200, okBody)(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func chatStream(client *openai.Client) error {
+	s, err := client.CreateChatCompletionStream(context.Background(), openai.ChatCompletionRequest{
+		Model: "m", Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "hi"}}})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	for {
+		if _, err := s.Recv(); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+// A 303 See Other answers a POST the endpoint has acted on (RFC 9110
+// 15.4.4): the POST is sent once, as through Client.Do, and the result
+// is fetched with a GET, not made (and billed) twice.
+func TestClientSeeOtherPostSentOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		call func(*openai.Client) error
+	}{
+		{"chat", chat},
+		{"stream", chatStream},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var posts atomic.Int32
+			srv := prgServer(t, &posts)
+
+			plain := openai.DefaultConfig("k")
+			plain.BaseURL = srv.URL + "/v1"
+			if err := tc.call(openai.NewClientWithConfig(plain)); err != nil {
+				t.Fatalf("through Client.Do: %v", err)
+			}
+			if n := posts.Swap(0); n != 1 {
+				t.Fatalf("Client.Do sent %d POSTs, want 1", n)
+			}
+
+			if err := tc.call(NewClient(ClientConfig{BaseURL: srv.URL + "/v1", APIKey: "k"})); err != nil {
+				t.Fatalf("through NewClient: %v", err)
+			}
+			if n := posts.Load(); n != 1 {
+				t.Fatalf("NewClient's client sent the POST %d times for one call, Client.Do once", n)
+			}
+		})
+	}
+}
+
+// A client whose CheckRedirect refuses a redirect (ErrUseLastResponse, or
+// an error, e.g. to keep prompts from leaving the configured host) sends
+// the request once, as through Client.Do.
+func TestClientRefusedRedirectSentOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		check func(*http.Request, []*http.Request) error
+	}{
+		{"ErrUseLastResponse", func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }},
+		{"error", func(*http.Request, []*http.Request) error { return errors.New("no redirects") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				calls.Add(1)
+				http.Redirect(w, r, "https://elsewhere.invalid"+r.URL.Path, http.StatusTemporaryRedirect)
+			}))
+			defer srv.Close()
+			hc := &http.Client{CheckRedirect: tc.check}
+
+			plain := openai.DefaultConfig("k")
+			plain.BaseURL = srv.URL + "/v1"
+			plain.HTTPClient = hc
+			errPlain := chat(openai.NewClientWithConfig(plain))
+			if n := calls.Swap(0); n != 1 {
+				t.Fatalf("Client.Do sent %d requests, want 1", n)
+			}
+
+			errOurs := chat(NewClient(ClientConfig{BaseURL: srv.URL + "/v1", APIKey: "k", HTTPClient: hc}))
+			if n := calls.Load(); n != 1 {
+				t.Fatalf("NewClient's client sent the request %d times for one call, Client.Do once (errors %v / %v)", n, errOurs, errPlain)
+			}
+		})
+	}
+}
+
+// rtFunc is a RoundTripper made of a function.
+type rtFunc func(*http.Request) (*http.Response, error)
+
+func (f rtFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A RoundTripper that answers a *Response with a nil Body but a positive
+// ContentLength is named in the error, as by Client.Do, rather than the
+// call failing as a truncated answer.
+func TestClientNilBodyWithLength(t *testing.T) {
+	rt := rtFunc(func(r *http.Request) (*http.Response, error) {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return &http.Response{StatusCode: 200, Status: "200 OK", ContentLength: int64(len(okBody)),
+			Header: http.Header{"Content-Type": {"application/json"}}, Request: r}, nil
+	})
+	hc := &http.Client{Transport: rt}
+
+	plain := openai.DefaultConfig("k")
+	plain.BaseURL = "http://model.test/v1"
+	plain.HTTPClient = hc
+	want := chat(openai.NewClientWithConfig(plain))
+	if want == nil || !strings.Contains(want.Error(), "nil Body") {
+		t.Fatalf("Client.Do's error = %v, want the RoundTripper's nil Body named", want)
+	}
+	got := chat(NewClient(ClientConfig{BaseURL: "http://model.test/v1", APIKey: "k", HTTPClient: hc}))
+	if got == nil || got.Error() != want.Error() {
+		t.Fatalf("error %q, Client.Do's %q", got, want)
 	}
 }
