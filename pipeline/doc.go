@@ -123,8 +123,8 @@
 //	BenchmarkAskOverhead            1.84–1.99 µs/op            1072 B/op    6 allocs/op
 //	BenchmarkUpstream/bare           127–131 µs/op             25.1 KB/op  208 allocs/op
 //	BenchmarkUpstream/pipeline       129–141 µs/op             26.4 KB/op  215 allocs/op
-//	                                  ratio, 8 sets (median)     over 66 sets in 8 runs
-//	BenchmarkUpstream/paired          1.033–1.065 (1.049)        1.013–1.095, median 1.045
+//	                                  ratio, 8 sets (median)     over 74 sets in 9 runs
+//	BenchmarkUpstream/paired          1.033–1.065 (1.049)        1.013–1.095, median 1.046
 //	BenchmarkUpstream/paired-same     0.979–1.025 (1.001)
 //	BenchmarkUpstream/paired-client   0.975–1.010 (0.986)
 //	BenchmarkUpstream/paired-guards   1.036–1.077 (1.062)
@@ -159,20 +159,22 @@
 // against a model that takes 1 ms to answer.
 //
 // The goal of 1.05 is met, by a margin smaller than one set's spread:
-// over 66 sets in 8 runs the median ratio is 1.045, and 7 of the 8 runs
+// over 74 sets in 9 runs the median ratio is 1.046, and 8 of the 9 runs
 // have a median under 1.05 (they range from 1.038 to 1.055). It is met
 // because the llm tier's client costs less than the bare call's:
 // tiers.NewClient sends the request straight through the http.Client's
 // Transport, sparing Client.Do's per-request bookkeeping for redirects
 // (cloning the headers, keeping the requests sent), about 1.5% of the
 // call ("paired-client"). Over that same client, the question through
-// the pipeline costs about 6%, 8–10 µs ("paired-guards"): the retrieval
-// and the prompt about 1% ("paired-tier" next to "paired-client"), the
-// time limiter's cancellable request about 2% ("paired-floor" next to
-// "paired-tier"), and the guards (admission, singleflight, breakers,
-// candidate guard, attempt record) the rest. Before that client, with
-// the same guards, "paired" was 1.041–1.085 on this machine (median
-// 1.062 over 10 sets).
+// the pipeline costs about 6%, 8–10 µs ("paired-guards"), and about 4%
+// over the llm tier alone. Pairing the pipeline with throwaway builds
+// of itself, each less one piece, put about 2% on the candidate guard
+// (the model's breaker, cooldown check and attempt record, and the
+// guard context the request carries), and nothing a set can show on the
+// singleflight, the Memo or the time limiter's timer; the rest is
+// spread over the stage's breaker, admission, the run and its result.
+// Before that client, with the same guards, "paired" was 1.041–1.085 on
+// this machine (median 1.062 over 10 sets).
 //
 // These costs are three to five times their cost in a hot loop
 // (AskOverhead), because each question starts with caches gone cold
