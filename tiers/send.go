@@ -49,12 +49,11 @@ func (d directDoer) Do(req *http.Request) (*http.Response, error) {
 		if rh, ok := err.(tls.RecordHeaderError); ok && string(rh.RecordHeader[:]) == "HTTP/" {
 			err = http.ErrSchemeMismatch
 		}
-		return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+		return nil, urlError(req, err)
 	}
 	if res.Body == nil {
 		if res.ContentLength > 0 && req.Method != http.MethodHead {
-			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(),
-				Err: fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", rt, res.ContentLength)}
+			return nil, urlError(req, fmt.Errorf("http: RoundTripper implementation (%T) returned a *Response with content length %d but a nil Body", rt, res.ContentLength))
 		}
 		res.Body = http.NoBody
 	}
@@ -73,7 +72,7 @@ func (d directDoer) follow(req *http.Request, rt http.RoundTripper, res *http.Re
 		body, err := req.GetBody()
 		if err != nil {
 			res.Body.Close()
-			return nil, &url.Error{Op: urlErrorOp(req.Method), URL: req.URL.String(), Err: err}
+			return nil, urlError(req, err)
 		}
 		again.Body = body
 	}
@@ -111,10 +110,12 @@ func isRedirect(res *http.Response) bool {
 	return false
 }
 
-// urlErrorOp is the Op of the *url.Error Client.Do returns for method.
-func urlErrorOp(method string) string {
-	if method == "" {
-		return "Get"
+// urlError is err as Client.Do returns it for req, a request whose URL
+// carries no user information.
+func urlError(req *http.Request, err error) error {
+	op := "Get"
+	if req.Method != "" {
+		op = req.Method[:1] + strings.ToLower(req.Method[1:])
 	}
-	return method[:1] + strings.ToLower(method[1:])
+	return &url.Error{Op: op, URL: req.URL.String(), Err: err}
 }
