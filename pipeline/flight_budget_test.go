@@ -88,17 +88,7 @@ func TestFollowerKeepsItsBudgetInALaterFlight(t *testing.T) {
 	<-entered
 
 	early := newPausingCtx(1)
-	type out struct {
-		res  *Result
-		err  error
-		took time.Duration
-	}
-	earlyDone := make(chan out, 1)
-	go func() {
-		start := time.Now()
-		res, err := p.Ask(early, q)
-		earlyDone <- out{res, err, time.Since(start)}
-	}()
+	earlyDone := askTimed(p, early, q)
 	for !joined(p, "q") {
 		runtime.Gosched()
 	}

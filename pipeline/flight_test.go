@@ -25,18 +25,8 @@ func TestSingleflightFollowerKeepsItsDeadline(t *testing.T) {
 	<-entered
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	type out struct {
-		res  *Result
-		err  error
-		took time.Duration
-	}
-	follower := make(chan out, 1)
-	go func() {
-		start := time.Now()
-		res, err := p.Ask(ctx, tiers.Query{Tenant: "acme", Question: "q"})
-		follower <- out{res, err, time.Since(start)}
-	}()
-	var o out
+	follower := askTimed(p, ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	var o timedAsk
 	select {
 	case o = <-follower:
 	case <-time.After(2 * time.Second):
@@ -121,4 +111,22 @@ func TestRunPanicIsAnError(t *testing.T) {
 			t.Fatalf("res=%+v err=%v", res, err)
 		}
 	}
+}
+
+// timedAsk is what askTimed's question came to, and how long it took.
+type timedAsk struct {
+	res  *Result
+	err  error
+	took time.Duration
+}
+
+// askTimed asks q of p on a goroutine of its own and delivers the outcome.
+func askTimed(p *Pipeline, ctx context.Context, q tiers.Query) <-chan timedAsk {
+	done := make(chan timedAsk, 1)
+	go func() {
+		start := time.Now()
+		res, err := p.Ask(ctx, q)
+		done <- timedAsk{res, err, time.Since(start)}
+	}()
+	return done
 }
