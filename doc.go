@@ -18,7 +18,7 @@
 //   - tiers: the Tier interface and the tier kinds; tiers/llmtest is a
 //     fault-injecting OpenAI-compatible server for tests and drills;
 //   - pipeline: composes tiers behind guards, with deadlines, rate limits
-//     and events; pipeline/drill runs scripted outages;
+//     and events; drill runs scripted outages;
 //   - api: the HTTP server; cmd/ragfuse: the serve, chaos and drill
 //     commands.
 //

@@ -11,12 +11,12 @@ import (
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
-const scenarioDir = "../../testdata/scenarios"
+const scenarioDir = "../testdata/scenarios"
 
 // repoRoot is the repository's root, the working directory the shipped
 // scenarios are run from (their config_file's knowledge base path is
 // relative to it, as for ragfuse serve).
-const repoRoot = "../.."
+const repoRoot = ".."
 
 // TestShippedScenariosParse guards the scenario files shipped with ragfuse,
 // run from the repository root: every file in testdata/scenarios/ is a
