@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ragfuse/ragfuse/drill"
 	"github.com/ragfuse/ragfuse/pipeline"
-	"github.com/ragfuse/ragfuse/pipeline/drill"
 )
 
 // drillFlags names the flag of each drill.Options field, for its errors.
