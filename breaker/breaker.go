@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // Breaker is a circuit breaker guarding one dependency. It is safe for
@@ -19,8 +21,8 @@ type Breaker struct {
 	cfg       Config // effective; read-only after New
 	store     Store
 	rec       Recorder // the store's recorder for this breaker, if it binds one
-	clock     Clock
-	sysClock  bool      // clock is SystemClock: call time.Now directly
+	clock     clock.Clock
+	sysClock  bool      // clock is clock.System: call time.Now directly
 	needStart bool      // slow calls are measured: Allow reads the clock
 	timeWin   bool      // time-based window: reports read the clock
 	origin    time.Time // hot-path times are offsets from it (see since)
@@ -85,7 +87,7 @@ func New(name string, cfg Config) *Breaker {
 		id:        rand.Uint64() | 1,
 		openFor:   cfg.OpenDuration,
 	}
-	_, b.sysClock = cfg.Clock.(systemClock)
+	b.sysClock = cfg.Clock == clock.System
 	b.origin = b.now()
 	b.cur.Store(&period{state: StateClosed, w: newWindow(&b.cfg)})
 	if bd, ok := cfg.Store.(Binder); ok {

@@ -3,6 +3,8 @@ package breaker
 import (
 	"math"
 	"time"
+
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // Limits applied to Config so that bad input cannot exhaust memory.
@@ -82,8 +84,8 @@ type Config struct {
 	// but at least one second.
 	ProbeTimeout time.Duration
 
-	// Clock tells the time. nil means SystemClock.
-	Clock Clock
+	// Clock tells the time. nil means clock.System.
+	Clock clock.Clock
 
 	// Store shares state with other processes. nil keeps the state in this
 	// process only.
@@ -142,7 +144,7 @@ func (c Config) WithDefaults() Config {
 		c.ProbeTimeout = max(c.OpenDuration, time.Second)
 	}
 	if c.Clock == nil {
-		c.Clock = SystemClock
+		c.Clock = clock.System
 	}
 	return c
 }

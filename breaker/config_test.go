@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // TestConfigNegativeMaxOpenDuration checks the documented correction of
@@ -12,7 +13,7 @@ import (
 // OpenDuration, a negative one included, means OpenDuration, so a failed
 // probe does not grow the open time.
 func TestConfigNegativeMaxOpenDuration(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	b := breaker.New("m", breaker.Config{Clock: clk, FailureThreshold: 1, OpenDuration: time.Second,
 		OpenBackoff: 2, MaxOpenDuration: -time.Second})
 	if got := b.Config().MaxOpenDuration; got != time.Second {

@@ -36,7 +36,7 @@
 // change increments a generation; an outcome reported for a permit of an
 // earlier generation is ignored, so a call granted while CLOSED that ends
 // after a trip cannot sway the half-open probes. Time comes from
-// Config.Clock; tests use a ManualClock.
+// Config.Clock; tests use a clock.Manual.
 //
 // # Use
 //

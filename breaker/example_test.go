@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // The two-step form: ask, call, report. It suits streams and calls whose
 // outcome is known later.
 func ExampleBreaker_Allow() {
-	clk := breaker.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
+	clk := clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 	b := breaker.New("model/qwen-turbo", breaker.Config{
 		FailureThreshold: 2,
 		OpenDuration:     30 * time.Second,

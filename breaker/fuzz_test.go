@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // FuzzBreaker runs random sequences of calls, reports, clock steps, trips
@@ -20,7 +21,7 @@ func FuzzBreaker(f *testing.F) {
 	f.Add(uint32(0x777777), []byte{0, 0, 1, 1, 1, 1, 2, 3, 0, 1, 1, 2, 100, 0, 0, 0, 1, 0, 0, 1, 1, 0, 4})
 	f.Add(uint32(0xa5a5a5), []byte{0, 1, 1, 0, 1, 1, 0, 1, 1, 2, 15, 0, 0, 0, 1, 0, 1, 1, 0, 2, 40, 4, 0, 1, 0, 4})
 	f.Fuzz(func(t *testing.T, knobs uint32, ops []byte) {
-		clk := breaker.NewManualClock(t0)
+		clk := clock.NewManual(t0)
 		b := breaker.New("fuzz", fuzzConfig(knobs, clk))
 		m := newModel(b.Config(), clk.Now())
 		type held struct {
@@ -83,7 +84,7 @@ func FuzzBreaker(f *testing.F) {
 }
 
 // fuzzConfig turns 32 bits into a small configuration.
-func fuzzConfig(k uint32, clk breaker.Clock) breaker.Config {
+func fuzzConfig(k uint32, clk clock.Clock) breaker.Config {
 	pick := func(bits uint32, n int) int { return int(bits) % n }
 	c := breaker.Config{
 		Clock:            clk,

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 func TestLateOutcomeOfEarlierGeneration(t *testing.T) {
@@ -168,7 +169,7 @@ func TestCounters(t *testing.T) {
 }
 
 func TestListenerMayCallBack(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	var b *breaker.Breaker
 	var seen []string
 	b = breaker.New("re", breaker.Config{Clock: clk, OnStateChange: func(name string, from, to breaker.State) {
@@ -188,7 +189,7 @@ func TestListenerMayCallBack(t *testing.T) {
 
 func TestListenerPanicDoesNotWedge(t *testing.T) {
 	var calls int
-	b := breaker.New("p", breaker.Config{Clock: breaker.NewManualClock(t0), OnStateChange: func(string, breaker.State, breaker.State) {
+	b := breaker.New("p", breaker.Config{Clock: clock.NewManual(t0), OnStateChange: func(string, breaker.State, breaker.State) {
 		calls++
 		if calls == 1 {
 			panic("listener")
@@ -209,7 +210,7 @@ func TestConfigDefaults(t *testing.T) {
 	want := breaker.Config{
 		FailureThreshold: 2, Window: 20, WindowBuckets: 10, MinimumCalls: 10, FailureRate: 0.5,
 		SlowCallRate: 1, OpenDuration: 30 * time.Second, OpenBackoff: 1, MaxOpenDuration: 300 * time.Second,
-		HalfOpenMaxCalls: 1, SuccessThreshold: 1, ProbeTimeout: 30 * time.Second, Clock: breaker.SystemClock,
+		HalfOpenMaxCalls: 1, SuccessThreshold: 1, ProbeTimeout: 30 * time.Second, Clock: clock.System,
 	}
 	if got.OnStateChange != nil || fmt.Sprintf("%+v", got) != fmt.Sprintf("%+v", want) {
 		t.Fatalf("defaults = %+v\nwant %+v", got, want)
@@ -281,7 +282,7 @@ func TestListenerPanicThenListenerChange(t *testing.T) {
 	var b *breaker.Breaker
 	var seen []string
 	panicked := false
-	b = breaker.New("p", breaker.Config{Clock: breaker.NewManualClock(t0), OnStateChange: func(_ string, from, to breaker.State) {
+	b = breaker.New("p", breaker.Config{Clock: clock.NewManual(t0), OnStateChange: func(_ string, from, to breaker.State) {
 		seen = append(seen, from.String()+">"+to.String())
 		switch len(seen) {
 		case 2:
@@ -310,7 +311,7 @@ func TestListenerPanicKeepsRestOfBatch(t *testing.T) {
 	// with the next delivery, first and in order, not dropped.
 	var b *breaker.Breaker
 	var seen []string
-	b = breaker.New("p", breaker.Config{Clock: breaker.NewManualClock(t0), OnStateChange: func(_ string, from, to breaker.State) {
+	b = breaker.New("p", breaker.Config{Clock: clock.NewManual(t0), OnStateChange: func(_ string, from, to breaker.State) {
 		seen = append(seen, from.String()+">"+to.String())
 		switch len(seen) {
 		case 1:

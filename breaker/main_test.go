@@ -11,20 +11,21 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// t0 is the start time of every ManualClock in the tests.
+// t0 is the start time of every clock.Manual in the tests.
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// harness drives one breaker with a ManualClock and records its state
+// harness drives one breaker with a clock.Manual and records its state
 // changes.
 type harness struct {
 	t   *testing.T
-	clk *breaker.ManualClock
+	clk *clock.Manual
 	b   *breaker.Breaker
 
 	mu      sync.Mutex
@@ -33,7 +34,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg breaker.Config) *harness {
 	t.Helper()
-	h := &harness{t: t, clk: breaker.NewManualClock(t0)}
+	h := &harness{t: t, clk: clock.NewManual(t0)}
 	cfg.Clock = h.clk
 	cfg.OnStateChange = func(name string, from, to breaker.State) {
 		h.mu.Lock()

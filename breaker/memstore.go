@@ -4,6 +4,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // MemoryStore is a Store kept in this process, shared by several breakers
@@ -21,7 +23,7 @@ import (
 // when the aggregate crosses the thresholds; the aggregate restarts on
 // every published transition.
 type MemoryStore struct {
-	clock Clock
+	clock clock.Clock
 
 	mu       sync.Mutex // guards the maps
 	breakers map[string][]*Breaker
@@ -41,14 +43,14 @@ var (
 	_ Attacher = (*MemoryStore)(nil)
 )
 
-// NewMemoryStore returns an empty MemoryStore using clock for leases and
-// time windows; nil means SystemClock.
-func NewMemoryStore(clock Clock) *MemoryStore {
-	if clock == nil {
-		clock = SystemClock
+// NewMemoryStore returns an empty MemoryStore using clk for leases and
+// time windows; nil means clock.System.
+func NewMemoryStore(clk clock.Clock) *MemoryStore {
+	if clk == nil {
+		clk = clock.System
 	}
 	return &MemoryStore{
-		clock:    clock,
+		clock:    clk,
 		breakers: make(map[string][]*Breaker),
 		leases:   make(map[string]time.Time),
 		agg:      make(map[string]*aggregate),

@@ -7,10 +7,11 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 func TestRegistry(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	var changes []string
 	var mu sync.Mutex
 	r := breaker.NewRegistry(breaker.Config{

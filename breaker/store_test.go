@@ -9,12 +9,13 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // cluster is n registries, one per simulated instance, sharing a MemoryStore.
-func cluster(t *testing.T, n int, cfg breaker.Config) (*breaker.ManualClock, []*breaker.Registry) {
+func cluster(t *testing.T, n int, cfg breaker.Config) (*clock.Manual, []*breaker.Registry) {
 	t.Helper()
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	cfg.Clock = clk
 	cfg.Store = breaker.NewMemoryStore(clk)
 	var rs []*breaker.Registry
@@ -129,7 +130,7 @@ func TestMemoryStoreAggregates(t *testing.T) {
 }
 
 func TestMemoryStoreDetach(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	m := breaker.NewMemoryStore(clk)
 	b0 := breaker.New("m", breaker.Config{Clock: clk, Store: m})
 	b1 := breaker.New("m", breaker.Config{Clock: clk, Store: m})
@@ -301,7 +302,7 @@ func TestBackoffGrowsAcrossInstances(t *testing.T) {
 // timeout, a lone breaker whose probe failed is half-open again before its
 // old lease would end, and must still be able to probe.
 func TestMemoryStoreFailedProbeFreesLease(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	b := breaker.New("m", breaker.Config{Clock: clk, Store: breaker.NewMemoryStore(clk),
 		OpenDuration: 500 * time.Millisecond}) // ProbeTimeout: 1s
 	b.Trip()

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // TestStress hammers one breaker from many goroutines through storms of
@@ -22,7 +23,7 @@ func TestStress(t *testing.T) {
 		maxProbe = 3
 		steps    = 3000 // clock steps; the last third is calm
 	)
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	var (
 		evMu   sync.Mutex
 		events []breaker.State // from, to, from, to...
@@ -159,7 +160,7 @@ func TestStress(t *testing.T) {
 // while the clock crosses bucket boundaries, and checks that no outcome is
 // lost or counted twice while all of them are inside the window.
 func TestTimeWindowConcurrent(t *testing.T) {
-	clk := breaker.NewManualClock(t0)
+	clk := clock.NewManual(t0)
 	b := breaker.New("tw", breaker.Config{
 		Clock: clk, FailureThreshold: -1, FailureRate: -1,
 		WindowDuration: time.Hour, WindowBuckets: 10,

@@ -77,7 +77,7 @@ func TestClosedTrips(t *testing.T) {
 }
 
 // TestTimeWindowClockStepBack guards a time window against a clock that
-// steps back (a wall clock corrected by NTP, a ManualClock moved back) by a
+// steps back (a wall clock corrected by NTP, a clock.Manual moved back) by a
 // whole window or more: the window starts again from the new time, so its
 // outcomes expire as that time moves on, rather than piling up in the old
 // newest bucket until the clock passes its old high-water mark.

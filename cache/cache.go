@@ -8,6 +8,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // Errors returned by the cache.
@@ -19,16 +21,6 @@ var (
 	// dimension differs from the vectors already stored for the tenant.
 	ErrBadVector = errors.New("cache: bad vector")
 )
-
-// Clock tells the time. The cache reads it for every expiry decision, so
-// tests can drive time by hand.
-type Clock interface {
-	Now() time.Time
-}
-
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
 
 // Config configures a Cache. Zero fields take the defaults written beside
 // them.
@@ -43,7 +35,7 @@ type Config struct {
 	// Grace is how long an expired entry is kept for GetStale
 	// (stale-if-error); default 1h, negative for none.
 	Grace time.Duration
-	Clock Clock // default: the system clock
+	Clock clock.Clock // read for every expiry decision; default clock.System
 }
 
 func (c Config) withDefaults() Config {
@@ -69,7 +61,7 @@ func (c Config) withDefaults() Config {
 		c.Grace = 0
 	}
 	if c.Clock == nil {
-		c.Clock = systemClock{}
+		c.Clock = clock.System
 	}
 	return c
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragfuse/ragfuse/clock"
 	"golang.org/x/time/rate"
 )
 
@@ -75,7 +76,7 @@ func (a *admission) admit(tenant string, now time.Time) string {
 // admitNow is admit at the clock's time, read only when a limit is set.
 // With a shared limiter the limits are taken from it, and from the local
 // limiters only when it cannot answer.
-func (a *admission) admitNow(ctx context.Context, tenant string, clock interface{ Now() time.Time }) string {
+func (a *admission) admitNow(ctx context.Context, tenant string, clk clock.Clock) string {
 	if a.global == nil && a.tenantRPS == 0 {
 		return ""
 	}
@@ -84,7 +85,7 @@ func (a *admission) admitNow(ctx context.Context, tenant string, clock interface
 			return reason
 		}
 	}
-	return a.admit(tenant, clock.Now())
+	return a.admit(tenant, clk.Now())
 }
 
 // tenant returns tenant's limiter, creating it and evicting the least

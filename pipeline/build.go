@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -22,7 +23,7 @@ type BuildEnv struct {
 	Getenv func(string) string
 	// Clock tells the time of breakers, cooldowns, rate limits and caches;
 	// nil means the system clock.
-	Clock breaker.Clock
+	Clock clock.Clock
 	// Observer receives the pipeline's events; nil drops them.
 	Observer Observer
 	// HTTPClient sends the model calls; nil means a new http.Client. Its

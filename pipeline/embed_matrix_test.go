@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -72,7 +73,7 @@ var embedFaultCases = []embedFaultCase{
 type embedRig struct {
 	srv *llmtest.Server
 	p   *Pipeline
-	clk *breaker.ManualClock
+	clk *clock.Manual
 	n   int // questions asked, to keep each one distinct
 }
 
@@ -90,7 +91,7 @@ func newEmbedRig(t *testing.T) *embedRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := breaker.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	p, err := Build(cfg, BuildEnv{Clock: clk, HTTPClient: hc, KnowledgeBase: kb,
 		Getenv: func(string) string { return "" }})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -105,9 +105,9 @@ func (r *recorder) kinds(k EventKind) []Event {
 var epoch = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // newTestPipeline builds a pipeline over stages with a manual clock.
-func newTestPipeline(t *testing.T, opts Options) (*Pipeline, *breaker.ManualClock) {
+func newTestPipeline(t *testing.T, opts Options) (*Pipeline, *clock.Manual) {
 	t.Helper()
-	clk := breaker.NewManualClock(epoch)
+	clk := clock.NewManual(epoch)
 	if opts.Clock == nil {
 		opts.Clock = clk
 	}

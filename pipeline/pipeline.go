@@ -14,6 +14,7 @@ import (
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -80,8 +81,8 @@ type Options struct {
 	// deadline on Ask's context wins); default DefaultRequestTimeout.
 	RequestTimeout time.Duration
 	// Clock tells the time of breakers, cooldowns and rate limits; nil
-	// means breaker.SystemClock. Call timeouts run on real time.
-	Clock breaker.Clock
+	// means clock.System. Call timeouts run on real time.
+	Clock clock.Clock
 	// Breakers holds the breakers; nil means a new in-memory registry.
 	Breakers *breaker.Registry
 	// Observer receives events; nil drops them.
@@ -127,7 +128,7 @@ type Options struct {
 type Pipeline struct {
 	stages      []*stage
 	timeout     time.Duration
-	clock       breaker.Clock
+	clock       clock.Clock
 	breakers    *breaker.Registry
 	models      map[string]*breaker.Breaker // "model/<id>" breakers by candidate ID; read-only after New
 	guarded     bool                        // some tier has model candidates: runs carry a CandidateGuard
@@ -198,7 +199,7 @@ func New(opts Options) (*Pipeline, error) {
 		p.timeout = DefaultRequestTimeout
 	}
 	if p.clock == nil {
-		p.clock = breaker.SystemClock
+		p.clock = clock.System
 	}
 	if p.cooldown <= 0 {
 		p.cooldown = DefaultCooldown

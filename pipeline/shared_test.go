@@ -10,6 +10,7 @@ import (
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -35,7 +36,7 @@ tiers:
 // instance is one pipeline of a simulated cluster, on its own clock.
 type instance struct {
 	p   *Pipeline
-	clk *breaker.ManualClock
+	clk *clock.Manual
 }
 
 // sharedCluster builds n pipelines from sharedConfig (with replacements
@@ -57,7 +58,7 @@ func sharedCluster(t *testing.T, n int, redisURL string, r ...string) (*llmtest.
 	}
 	var out []*instance
 	for range n {
-		in := &instance{clk: breaker.NewManualClock(epoch)}
+		in := &instance{clk: clock.NewManual(epoch)}
 		in.p, err = Build(cfg, BuildEnv{Clock: in.clk, KnowledgeBase: kb, Getenv: func(string) string { return "" }})
 		if err != nil {
 			t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
@@ -71,7 +72,7 @@ func newStreamRig(t testing.TB, sc StreamConfig, upstream func(http.Handler) htt
 	c := &memoCache{}
 	p, err := New(Options{
 		RequestTimeout: 3 * time.Second,
-		Clock:          breaker.NewManualClock(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
+		Clock:          clock.NewManual(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)),
 		Tiers: []Stage{
 			{Tier: c, Timeout: 100 * time.Millisecond},
 			{Tier: llm("primary", tiers.SourcePrimary, streamA), Model: true, Timeout: time.Second, Breaker: br, Stream: sc},

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -39,7 +40,7 @@ const (
 type rig struct {
 	srv *llmtest.Server
 	p   *Pipeline
-	clk *breaker.ManualClock
+	clk *clock.Manual
 	rec *recorder
 }
 

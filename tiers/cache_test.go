@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/retrieval"
 )
 
 // cacheClock is the manual clock of the cache tiers' tests.
-type cacheClock = breaker.ManualClock
+type cacheClock = clock.Manual
 
 // countingEmbedder counts Embed calls and can be made to fail.
 type countingEmbedder struct {
@@ -48,7 +48,7 @@ type cacheRig struct {
 func newCacheRig(t *testing.T, storeFrom []Source) *cacheRig {
 	r := &cacheRig{
 		t:     t,
-		clock: breaker.NewManualClock(time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)),
+		clock: clock.NewManual(time.Date(2025, 6, 1, 8, 0, 0, 0, time.UTC)),
 		emb:   &countingEmbedder{inner: cache.NewHashEmbedder(0)},
 	}
 	r.c = cache.New(cache.Config{TTL: time.Hour, Jitter: -1, Grace: 10 * time.Minute, Clock: r.clock})

@@ -13,13 +13,14 @@ import (
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/breaker/redisstore"
 	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
-// t0 is the start time of every ManualClock in the tests.
+// t0 is the start time of every clock.Manual in the tests.
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 
 var (
@@ -32,7 +33,7 @@ var (
 // breakers use it, on a clock of its own.
 type node struct {
 	st  *redisstore.Store
-	clk *breaker.ManualClock
+	clk *clock.Manual
 	reg *breaker.Registry
 	log *logRec
 }
@@ -40,7 +41,7 @@ type node struct {
 // newNode starts an instance on url under prefix.
 func newNode(t *testing.T, url, prefix string, bc breaker.Config) *node {
 	t.Helper()
-	n := &node{clk: breaker.NewManualClock(t0), log: &logRec{}}
+	n := &node{clk: clock.NewManual(t0), log: &logRec{}}
 	st, err := redisstore.New(redisstore.Config{
 		URL: url, Prefix: prefix, Clock: n.clk, Logger: slog.New(n.log),
 		OpTimeout: testOpTimeout,

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // Defaults of Config.
@@ -70,9 +71,9 @@ type Config struct {
 	// StateTTL is how long a shared state outlives its last announcement;
 	// default 24h.
 	StateTTL time.Duration
-	// Clock places outcomes in time buckets; nil means breaker.SystemClock.
+	// Clock places outcomes in time buckets; nil means clock.System.
 	// Probe leases and key expiry run on Redis time.
-	Clock breaker.Clock
+	Clock clock.Clock
 	// Logger receives one Warn when Redis becomes unreachable and one Info
 	// when it is back; nil means slog.Default().
 	Logger *slog.Logger
@@ -212,7 +213,7 @@ func (c Config) withDefaults() Config {
 		c.StateTTL = DefaultStateTTL
 	}
 	if c.Clock == nil {
-		c.Clock = breaker.SystemClock
+		c.Clock = clock.System
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

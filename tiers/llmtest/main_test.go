@@ -10,19 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ragfuse/ragfuse/clock"
 	openai "github.com/sashabaranov/go-openai"
 	"go.uber.org/goleak"
-
-	"github.com/ragfuse/ragfuse/breaker"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// manualClock is the breaker package's clock that moves only when told.
-type manualClock = breaker.ManualClock
+// manualClock is the project's clock, moved only when told.
+type manualClock = clock.Manual
 
 func newManualClock() *manualClock {
-	return breaker.NewManualClock(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
+	return clock.NewManual(time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC))
 }
 
 // start returns a started server closed at the end of the test.

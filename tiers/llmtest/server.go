@@ -9,25 +9,20 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // AnyModel is the model name whose fault applies to every model that has
 // no fault or schedule of its own.
 const AnyModel = "*"
 
-// Clock tells the time used to evaluate schedules.
-type Clock interface{ Now() time.Time }
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }
-
 // Config configures a Server. The zero Config is ready to use. A Server
 // keeps its own copy; do not change Models while it runs.
 type Config struct {
 	// Clock tells the time for schedules; nil means real time. Delays
 	// (latency, stall, ChunkDelay) always run on real timers.
-	Clock Clock
+	Clock clock.Clock
 	// ChunkDelay is the pause between normal stream chunks; 0 means none.
 	ChunkDelay time.Duration
 	// EmbeddingDim is the length of embedding vectors when a request does
@@ -63,7 +58,7 @@ type Server struct {
 	// ready for an OpenAI client's BaseURL. It is empty until Start.
 	URL string
 
-	clock Clock
+	clock clock.Clock
 	opts  Config
 	mux   *http.ServeMux
 	quit  chan struct{} // closed by Close: releases hung and stalled handlers
@@ -102,7 +97,7 @@ func New(cfg Config) *Server {
 		stats:     map[string]*Stats{},
 	}
 	if s.clock == nil {
-		s.clock = realClock{}
+		s.clock = clock.System
 	}
 	s.quitCtx, s.endQuit = context.WithCancel(context.Background())
 	if s.opts.EmbeddingDim <= 0 {
