@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"hash/maphash"
 	"math"
+
+	"github.com/ragfuse/ragfuse/cache"
 )
 
 // HybridConfig configures a Hybrid retriever. Zero fields take the
@@ -17,7 +19,7 @@ type HybridConfig struct {
 	// question; any other Retriever is blended over its candidates only.
 	Lexical Retriever
 	// Embedder embeds questions and documents. Nil means lexical only.
-	Embedder Embedder
+	Embedder cache.Embedder
 	// Weight is the share of cosine similarity in the blended score, in
 	// (0, 1]; the rest is the normalized lexical score. Default 0.5; values
 	// outside the range are clamped.

@@ -30,12 +30,6 @@ type VectorRetriever interface {
 	RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error)
 }
 
-// Embedder turns texts into vectors. It is declared here, where the hybrid
-// retriever uses it; cache.Embedder has the same method set.
-type Embedder interface {
-	Embed(ctx context.Context, texts []string) ([][]float32, error)
-}
-
 // NoVector passed to RetrieveVector says the question's embedding is not
 // to be had (the embedding service failed once already for this question):
 // rank without it and do not try to embed the question again.
