@@ -27,8 +27,6 @@ type ClientConfig struct {
 	APIKey string
 	// HTTPClient sends the requests; nil means a new http.Client. Its
 	// Timeout should be zero: the pipeline bounds each call by context.
-	// Requests to an *http.Client are sent through its Transport, with
-	// its redirects, cookie jar and Timeout still applied (see NewClient).
 	HTTPClient openai.HTTPDoer
 }
 
@@ -36,26 +34,14 @@ type ClientConfig struct {
 // Retry-After header of 429 responses, so an LLM tier can report how long
 // the model asked to wait (go-openai does not expose response headers on
 // errors). Clients made otherwise work too, without Retry-After.
-//
-// With an *http.Client (or none), a request is sent straight through the
-// client's Transport, sparing the per-request bookkeeping http.Client.Do
-// keeps for redirects; a client with a cookie jar or a Timeout and a URL
-// with user information go through Client.Do, and a redirect is handed to
-// Client.Do to follow, so redirects, cookies and timeouts behave as they
-// would there.
 func NewClient(cfg ClientConfig) *openai.Client {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {
 		oc.BaseURL = strings.TrimRight(cfg.BaseURL, "/")
 	}
-	var doer openai.HTTPDoer
-	switch hc := cfg.HTTPClient.(type) {
-	case nil:
-		doer = directDoer{hc: &http.Client{}}
-	case *http.Client:
-		doer = directDoer{hc: hc}
-	default:
-		doer = hc
+	doer := cfg.HTTPClient
+	if doer == nil {
+		doer = &http.Client{}
 	}
 	oc.HTTPClient = retryAfterDoer{next: doer}
 	return openai.NewClientWithConfig(oc)
