@@ -68,13 +68,13 @@ func (f *fakeEmbedder) embedded() []string {
 // refund without the word, "c" is unrelated.
 var hybridDocs = []retrieval.Doc{
 	{ID: "a", Title: "Refund policy", Text: "Refund policy details for orders."},
-	{ID: "b", Title: "Getting your money back", Text: "How to get reimbursed."},
+	{ID: "b", Title: "Getting your money back", Text: "How to get compensated."},
 	{ID: "c", Title: "Shipping", Text: "Parcels ship daily."},
 }
 
 func newHybridEmbedder() *fakeEmbedder {
 	return &fakeEmbedder{rules: []rule{
-		{"reimburs", []float32{1, 0, 0}},
+		{"compensat", []float32{1, 0, 0}},
 		{"details", []float32{0, 1, 0}},
 		{"refund", []float32{1, 0, 0}},
 	}}
@@ -232,7 +232,7 @@ func TestHybridConcurrentWithReload(t *testing.T) {
 func TestHybridMinSimilarity(t *testing.T) {
 	docs := []retrieval.Doc{
 		{ID: "lex", Title: "Refund policy", Text: "Refund policy details."},
-		{ID: "close", Title: "Getting your money back", Text: "How to get reimbursed."},
+		{ID: "close", Title: "Getting your money back", Text: "How to get compensated."},
 		{ID: "far", Title: "Gift wrapping", Text: "We wrap presents."},
 	}
 	kb, err := retrieval.New(docs)
@@ -240,8 +240,8 @@ func TestHybridMinSimilarity(t *testing.T) {
 		t.Fatal(err)
 	}
 	emb := &fakeEmbedder{rules: []rule{
-		{"reimburs", []float32{1, 0.2, 0}}, // cosine 0.98 with the question
-		{"wrap", []float32{0.2, 0, 1}},     // cosine 0.20
+		{"compensat", []float32{1, 0.2, 0}}, // cosine 0.98 with the question
+		{"wrap", []float32{0.2, 0, 1}},      // cosine 0.20
 		{"refund", []float32{1, 0, 0}},
 	}}
 	tests := []struct {
@@ -320,13 +320,13 @@ func TestHybridAnswersFromOneSnapshot(t *testing.T) {
 			}
 			const q = "refund policy"
 			emb := &reloadingEmbedder{
-				fakeEmbedder: &fakeEmbedder{rules: []rule{{"reimburs", []float32{1, 0, 0}}, {q, []float32{1, 0, 0}}}},
+				fakeEmbedder: &fakeEmbedder{rules: []rule{{"compensat", []float32{1, 0, 0}}, {q, []float32{1, 0, 0}}}},
 				query:        q,
 				reload: func() {
 					if err := os.Remove(filepath.Join(dir, "old.md")); err != nil {
 						t.Error(err)
 					}
-					write(t, filepath.Join(dir, "new.md"), "---\nid: new\ntitle: Getting your money back\n---\nHow to get reimbursed.")
+					write(t, filepath.Join(dir, "new.md"), "---\nid: new\ntitle: Getting your money back\n---\nHow to get compensated.")
 					if err := kb.Reload(); err != nil {
 						t.Error(err)
 					}
@@ -359,7 +359,7 @@ func TestHybridRejectsNonFiniteVectors(t *testing.T) {
 	if err != nil || !slices.Equal(ids(docs), []string{"a"}) || fallbacks.Load() != 1 {
 		t.Errorf("RetrieveVector(+Inf) = %v, %v, %d fallbacks; want the lexical [a] and 1 fallback", ids(docs), err, fallbacks.Load())
 	}
-	emb := &fakeEmbedder{rules: []rule{{"reimburs", []float32{nan, 1, 0}}, {"refund", []float32{1, 0, 0}}}}
+	emb := &fakeEmbedder{rules: []rule{{"compensat", []float32{nan, 1, 0}}, {"refund", []float32{1, 0, 0}}}}
 	kb, _ = retrieval.New(hybridDocs[:2]) // the NaN document ranks right after "a"
 	h = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
 	docs, err = h.Retrieve(ctx, "refund", 3)

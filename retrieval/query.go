@@ -100,16 +100,17 @@ func parseQuery(text string) query {
 		}
 		add(t, 1, cov, weak)
 	}
-	for _, t := range all {
-		cov := q.covers[seen[t]]
-		for _, s := range synonyms[t] {
-			if i, ok := seen[s]; ok {
-				q.covers[i] |= cov // either word covers both
-				continue
-			}
-			add(s, synonymWeight, cov, false)
+	eachSynonym(all, func(s string, from []string) {
+		var cov uint64
+		for _, t := range from {
+			cov |= q.covers[seen[t]]
 		}
-	}
+		if i, ok := seen[s]; ok {
+			q.covers[i] |= cov // either word covers both
+			return
+		}
+		add(s, synonymWeight, cov, false)
+	})
 	return q
 }
 

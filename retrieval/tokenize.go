@@ -186,39 +186,10 @@ func englishTerm(w string) string {
 	if isDigits(w) || !isASCIILetters(w) {
 		return w
 	}
+	if base, ok := baseForms[w]; ok {
+		return stem(base)
+	}
 	return stem(w)
-}
-
-// stem removes common English inflections: plural -s/-es/-ies, -ing, -ed,
-// a final e, and a doubled final consonant, so that "ship", "ships",
-// "shipped" and "shipping" share the term "ship", and "charge",
-// "charged", "charging" share "charg".
-func stem(w string) string {
-	switch {
-	case len(w) > 4 && strings.HasSuffix(w, "ies"):
-		w = w[:len(w)-3] + "y"
-	case len(w) > 4 && strings.HasSuffix(w, "sses"):
-		w = w[:len(w)-2]
-	case len(w) > 3 && (strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "shes") ||
-		strings.HasSuffix(w, "xes") || strings.HasSuffix(w, "zes")):
-		w = w[:len(w)-2]
-	case len(w) > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
-		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		w = w[:len(w)-1]
-	}
-	switch {
-	case len(w) > 5 && strings.HasSuffix(w, "ing"):
-		w = w[:len(w)-3]
-	case len(w) > 4 && strings.HasSuffix(w, "ed"):
-		w = w[:len(w)-2]
-	}
-	if len(w) > 4 && w[len(w)-1] == 'e' {
-		w = w[:len(w)-1]
-	}
-	if n := len(w); n > 3 && w[n-1] == w[n-2] && !isVowel(w[n-1]) {
-		w = w[:n-1]
-	}
-	return w
 }
 
 func isVowel(c byte) bool { return strings.IndexByte("aeiouy", c) >= 0 }

@@ -44,6 +44,13 @@ func TestTokensEnglish(t *testing.T) {
 		{"hyphen and symbols separate", "400-820-1688 e-mail", []string{"400", "820", "1688", "mail"}},
 		{"single letters dropped", "a b c 7", []string{"7"}},
 		{"ss kept", "address addresses", []string{"addres", "addres"}},
+		{"derived forms share a stem", "payment payments pay", []string{"pay", "pay", "pay"}},
+		{"ation and doubled consonant", "cancellation cancelled cancel", []string{"cancel", "cancel", "cancel"}},
+		{"ery, ly, ity, able, al", "delivery monthly security returnable arrival",
+			[]string{"deliver", "month", "secur", "return", "arriv"}},
+		{"short words keep their suffix", "apply family total", []string{"apply", "family", "total"}},
+		{"irregular past forms", "paid bought sent", []string{"pay", "buy", "send"}},
+		{"number words", "seven days thirty", []string{"7", "day", "30"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -74,6 +81,36 @@ func TestSynonymsExpandQuery(t *testing.T) {
 	}
 	if len(want) != 0 {
 		t.Errorf("query terms %q lack %v", terms, want)
+	}
+}
+
+// TestSynonymPhrases: a phrase adds its group's words when its terms come
+// in a row (stop words aside), and is not searched for itself.
+func TestSynonymPhrases(t *testing.T) {
+	tests := []struct {
+		question  string
+		adds, not []string
+	}{
+		{"can I get my money back", []string{"refund", "reimburs"}, nil},
+		{"money for a ticket back", nil, []string{"refund"}},
+		{"refund please", []string{"reimburs"}, []string{"money", "back"}},
+		{"the kettle stopped working", []string{"faulty", "broken"}, nil},
+		{"东西不想要了", []string{"无理", "理由"}, nil},
+		{"想要发票", nil, []string{"无理"}},
+		{"专票怎么开", []string{"专用", "发票"}, nil},
+	}
+	for _, tt := range tests {
+		q := parseQuery(tt.question)
+		for _, w := range tt.adds {
+			if i := slices.Index(q.terms, w); i < 0 || q.weights[i] != synonymWeight {
+				t.Errorf("%q: terms %q, want %q at weight %v", tt.question, q.terms, w, synonymWeight)
+			}
+		}
+		for _, w := range tt.not {
+			if slices.Contains(q.terms, w) {
+				t.Errorf("%q: terms %q, want no %q", tt.question, q.terms, w)
+			}
+		}
 	}
 }
 
