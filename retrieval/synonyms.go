@@ -72,6 +72,8 @@ var synonymGroups = [][]string{
 	{"发票", "开票"},
 	{"积分", "抵扣"},
 	{"到账", "退回"},
+	{"码数", "尺码", "尺寸"},
+	{"送到", "到货", "送达", "收到货"},
 }
 
 // synonymWeight is the query weight of an added synonym.
