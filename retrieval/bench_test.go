@@ -94,7 +94,7 @@ func BenchmarkRetrieve(b *testing.B) {
 // cheap in-process embedder, document vectors already cached.
 func BenchmarkHybrid(b *testing.B) {
 	kb := openTestKB(b)
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: runeEmbedder{}})
+	h := readyHybrid(b, retrieval.HybridConfig{Lexical: kb, Embedder: runeEmbedder{}})
 	ctx := context.Background()
 	if _, err := h.Retrieve(ctx, "warm up", 3); err != nil {
 		b.Fatal(err)

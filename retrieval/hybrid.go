@@ -5,9 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"math"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // HybridConfig configures a Hybrid retriever. Zero fields take the
@@ -20,7 +25,7 @@ type HybridConfig struct {
 	Lexical Retriever
 	// Embedder embeds questions and documents. Nil means lexical only.
 	Embedder cache.Embedder
-	// Weight is the share of cosine similarity in the blended score, in
+	// Weight is the share of the vector score in the blended score, in
 	// (0, 1]; the rest is the normalized lexical score. Default 0.5; values
 	// outside the range are clamped.
 	Weight float64
@@ -30,37 +35,65 @@ type HybridConfig struct {
 	// BatchSize is how many documents go to the Embedder per call.
 	// Default 32.
 	BatchSize int
+	// Concurrency is how many batches of a corpus are embedded at once in
+	// the background. Default 2.
+	Concurrency int
+	// BatchTimeout bounds one background embedding call. Default 30s.
+	BatchTimeout time.Duration
+	// RetryDelay is how long after a failed background embedding a
+	// question may start another. Default 30s.
+	RetryDelay time.Duration
 	// MaxTextBytes truncates a document (title and text) before it is
 	// embedded, on a UTF-8 boundary. Default 2000.
 	MaxTextBytes int
-	// MinSimilarity is the cosine similarity a document needs to enter the
-	// results through vector search alone (sharing no word with the
-	// question). It keeps a question about something the knowledge base
-	// does not cover from being answered with unrelated articles. Default
-	// 0.3; a negative value admits every vector hit.
+	// MinRelevance is how far a document's similarity to the question
+	// must stand above the question's mean similarity to the corpus, in
+	// standard deviations of that similarity, for the document to enter
+	// the results through vector search alone (sharing no word with the
+	// question). It keeps a question the knowledge base does not cover
+	// from being answered with unrelated articles under any embedder,
+	// whatever the scale of its similarities. Default DefaultMinRelevance;
+	// a negative value admits every vector hit.
+	MinRelevance float64
+	// MinSimilarity, if positive, is a cosine similarity a vector-only hit
+	// needs as well. Default none.
 	MinSimilarity float64
+	// Clock reads the time for RetryDelay. Default clock.System.
+	Clock clock.Clock
+	// Logger receives the progress of background embedding; nil means
+	// slog.Default().
+	Logger *slog.Logger
 	// OnFallback, if set, is called with the error each time a question is
-	// answered by the lexical score alone because embedding failed. It is
-	// called without locks held and must be safe for concurrent use.
+	// answered by the lexical score alone because embedding the question
+	// failed, and each time background embedding of the documents fails.
+	// It is called without locks held and must be safe for concurrent use.
 	OnFallback func(err error)
 }
 
-// Hybrid blends BM25 with the cosine similarity of embeddings. Document
-// vectors are computed on first use and kept until the documents change
-// (a new knowledge-base version re-embeds only changed documents). When
-// the embedder fails, Hybrid answers from the lexical retriever alone, so
-// a sick embedding service never fails a question. A Hybrid is safe for
-// concurrent use.
+// Hybrid blends BM25 with the similarity of embeddings. Over a corpus, the
+// document vectors are computed in the background (see StartVectors) and
+// kept until the documents change; until the vectors of the corpus's
+// current version are ready, questions are ranked by the lexical score
+// alone, so embedding the corpus never takes a question's time. When the
+// embedder fails, Hybrid answers from the lexical retriever alone, so a
+// sick embedding service never fails a question. A Hybrid is safe for
+// concurrent use; Close stops its background work.
 type Hybrid struct {
 	cfg  HybridConfig
 	seed maphash.Seed
 
-	// sem (capacity 1) serializes embedding of documents and guards vecs
-	// and version: a ctx-aware mutex, so a waiting question can give up.
-	sem     chan struct{}
-	vecs    map[uint64][]float32 // document content hash -> vector
-	version uint64               // corpus version that cur belongs to
-	cur     [][]float32          // vectors of that version's documents, in order
+	ready atomic.Pointer[vectorSet] // the newest complete corpus vectors
+	bg    context.Context           // parent of background jobs, cancelled by Close
+	stop  context.CancelFunc
+	wg    sync.WaitGroup // background jobs
+	mu    sync.Mutex     // guards state
+	state corpusState
+
+	// sem (capacity 1) serializes embedding of the candidates of a
+	// Retriever that is not a corpus and guards vecs: a ctx-aware mutex,
+	// so a waiting question can give up.
+	sem  chan struct{}
+	vecs map[uint64][]float32 // document content hash -> vector
 }
 
 var _ VectorRetriever = (*Hybrid)(nil)
@@ -71,14 +104,16 @@ type corpus interface {
 	Version() uint64
 }
 
-// errDimension reports vectors of different lengths.
-var errDimension = errors.New("retrieval: embedding dimensions differ")
-
-// errNotFinite reports a question vector with a NaN or infinite component.
-var errNotFinite = errors.New("retrieval: the question's embedding is not finite")
-
-// errVersionChanged reports that a corpus changed version during a question.
-var errVersionChanged = errors.New("retrieval: the documents changed during the question")
+var (
+	// errDimension reports vectors of different lengths.
+	errDimension = errors.New("retrieval: embedding dimensions differ")
+	// errNotFinite reports a question vector with a NaN or infinite component.
+	errNotFinite = errors.New("retrieval: the question's embedding is not finite")
+	// errVersionChanged reports that a corpus changed version during a question.
+	errVersionChanged = errors.New("retrieval: the documents changed during the question")
+	// errClosed reports a wait on a closed Hybrid.
+	errClosed = errors.New("retrieval: hybrid retriever closed")
+)
 
 // maxCorpusTries bounds how often a question over a corpus other than a
 // *KnowledgeBase starts again because the corpus changed version while it
@@ -95,23 +130,35 @@ func NewHybrid(cfg HybridConfig) *Hybrid {
 		cfg.Weight = 0.5
 	}
 	cfg.Weight = min(cfg.Weight, 1)
-	if cfg.MinSimilarity == 0 || math.IsNaN(cfg.MinSimilarity) {
-		cfg.MinSimilarity = 0.3
+	if cfg.MinRelevance == 0 || math.IsNaN(cfg.MinRelevance) {
+		cfg.MinRelevance = DefaultMinRelevance
 	}
-	if cfg.Candidates <= 0 {
-		cfg.Candidates = 20
+	setDefault(&cfg.Candidates, 20)
+	setDefault(&cfg.BatchSize, 32)
+	setDefault(&cfg.Concurrency, 2)
+	setDefault(&cfg.MaxTextBytes, 2000)
+	setDefault(&cfg.BatchTimeout, 30*time.Second)
+	setDefault(&cfg.RetryDelay, 30*time.Second)
+	if cfg.Clock == nil {
+		cfg.Clock = clock.System
 	}
-	if cfg.BatchSize <= 0 {
-		cfg.BatchSize = 32
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
 	}
-	if cfg.MaxTextBytes <= 0 {
-		cfg.MaxTextBytes = 2000
+	h := &Hybrid{
+		cfg:   cfg,
+		seed:  maphash.MakeSeed(),
+		sem:   make(chan struct{}, 1),
+		vecs:  make(map[uint64][]float32),
+		state: corpusState{changed: make(chan struct{})},
 	}
-	return &Hybrid{
-		cfg:  cfg,
-		seed: maphash.MakeSeed(),
-		sem:  make(chan struct{}, 1),
-		vecs: make(map[uint64][]float32),
+	h.bg, h.stop = context.WithCancel(context.Background())
+	return h
+}
+
+func setDefault[T int | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
@@ -122,16 +169,18 @@ func (h *Hybrid) Retrieve(ctx context.Context, query string, k int) ([]Doc, erro
 }
 
 // RetrieveVector returns the k best documents for query, best first, with
-// Score set to (1-Weight)*lexical/maxLexical + Weight*max(cosine, 0); ties
-// are broken by ID. vec is the query's embedding if the caller has it;
-// when nil the query is embedded here; NoVector ranks by the lexical score
-// alone. If embedding the query or the
-// documents fails, the query's vector is not finite, or the dimensions
-// differ, the lexical results are returned unchanged (with their BM25
-// scores); a document whose vector is not finite gets cosine 0. The
-// lexical hits and the documents vector search ranks come from one version
-// of the corpus, however it reloads meanwhile. A done ctx gives ctx.Err();
-// a lexical error is returned as is.
+// Score set to (1-Weight)*lexical/maxLexical + Weight*share, where share
+// is how far the document's similarity stands above the question's mean
+// similarity to the corpus, over 4 standard deviations, clamped to [0, 1];
+// ties are broken by ID. vec is the query's embedding if the caller has
+// it; when nil the query is embedded here; NoVector ranks by the lexical
+// score alone, as do document vectors that are not ready yet. If
+// embedding the query fails, the query's vector is not finite, or the
+// dimensions differ, the lexical results are returned unchanged (with
+// their BM25 scores). The lexical hits and the documents vector search
+// ranks come from one version of the corpus, however it reloads
+// meanwhile. A done ctx gives ctx.Err(); a lexical error is returned as
+// is.
 func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -146,12 +195,16 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 		if err != nil || h.cfg.Embedder == nil || IsNoVector(vec) || len(tokens(query)) == 0 {
 			return trim(lex, k), err
 		}
-		if vec == nil { // embedded once, kept if the question starts again
+		pool, err := h.pool(ctx, src, lex)
+		if err == nil && pool.docs == nil {
+			return trim(lex, k), nil // the corpus's vectors are not ready
+		}
+		if err == nil && vec == nil { // embedded once, kept if the question starts again
 			vec, err = h.embedQuery(ctx, query)
 		}
 		var out []Doc
 		if err == nil {
-			out, err = h.blend(ctx, src, vec, lex, n, k)
+			out, err = h.blend(pool, vec, lex, n, k)
 		}
 		switch {
 		case err == nil:
@@ -172,41 +225,55 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 }
 
 // source is what one question is answered from: the lexical retriever and,
-// over a corpus, the documents of the same version.
+// over a corpus, the version its hits come from.
 type source struct {
 	lexical Retriever
-	snap    *snapshot // a *KnowledgeBase's snapshot, loaded once
-	corpus  corpus    // another corpus, whose version is checked again later
-	version uint64    // corpus.Version() before the lexical search
+	corpus  corpus // a corpus other than a *KnowledgeBase, checked again later
+	version uint64 // the corpus's version before the lexical search
+	isKB    bool
 }
 
 func (h *Hybrid) source() source {
 	switch c := h.cfg.Lexical.(type) {
 	case *KnowledgeBase:
 		s := c.cur.Load()
-		return source{lexical: s.index, snap: s}
+		return source{lexical: s.index, version: s.version, isKB: true}
 	case corpus:
 		return source{lexical: h.cfg.Lexical, corpus: c, version: c.Version()}
 	}
 	return source{lexical: h.cfg.Lexical}
 }
 
-// pool returns the documents vector search ranks, their version and whether
-// they are a whole corpus; outside a corpus they are the lexical hits lex.
-// It returns errVersionChanged when a corpus changed version after src was
-// taken, since lex may then come from another version.
-func (src source) pool(lex []Doc) (docs []Doc, version uint64, isCorpus bool, err error) {
-	switch {
-	case src.snap != nil:
-		return src.snap.docs, src.snap.version, true, nil
-	case src.corpus != nil:
-		docs = src.corpus.Docs()
-		if src.corpus.Version() != src.version {
-			return nil, 0, false, errVersionChanged
-		}
-		return docs, src.version, true, nil
+func (h *Hybrid) isCorpus() bool {
+	_, ok := h.cfg.Lexical.(corpus)
+	return ok
+}
+
+// vectorPool is the documents vector search ranks, with their vectors.
+type vectorPool struct {
+	docs     []Doc
+	vecs     [][]float32
+	isCorpus bool // docs are a whole corpus version, not the lexical hits
+}
+
+// pool returns the documents vector search ranks for src: over a corpus,
+// the ready vectors of src's version (docs nil when they are not ready,
+// which starts computing them); otherwise the lexical hits lex, embedded
+// here. It returns errVersionChanged when a corpus other than a
+// *KnowledgeBase changed version after src was taken.
+func (h *Hybrid) pool(ctx context.Context, src source, lex []Doc) (vectorPool, error) {
+	if !src.isKB && src.corpus == nil {
+		vecs, err := h.candidateVectors(ctx, lex)
+		return vectorPool{docs: lex, vecs: vecs}, err
 	}
-	return lex, 0, false, nil
+	if src.corpus != nil && src.corpus.Version() != src.version {
+		return vectorPool{}, errVersionChanged
+	}
+	set := h.readySet(src.version)
+	if set == nil {
+		return vectorPool{}, nil
+	}
+	return vectorPool{docs: set.docs, vecs: set.vecs, isCorpus: true}, nil
 }
 
 // embedQuery embeds the question.
@@ -221,26 +288,24 @@ func (h *Hybrid) embedQuery(ctx context.Context, query string) ([]float32, error
 	return vs[0], nil
 }
 
-func (h *Hybrid) blend(ctx context.Context, src source, qv []float32, lex []Doc, n, k int) ([]Doc, error) {
+// blend ranks the lexical hits lex and the documents of pool that stand
+// out by vector, and returns the k best.
+func (h *Hybrid) blend(pool vectorPool, qv []float32, lex []Doc, n, k int) ([]Doc, error) {
 	for _, f := range qv {
 		if math.IsNaN(float64(f)) || math.IsInf(float64(f), 0) {
 			return nil, errNotFinite
 		}
 	}
-	pool, version, isCorpus, err := src.pool(lex)
-	if err != nil {
-		return nil, err
-	}
-	dv, err := h.vectors(ctx, pool, version, isCorpus)
+	st, err := newStanding(qv, pool.vecs)
 	if err != nil {
 		return nil, err
 	}
 	type cand struct {
-		doc      Doc
-		lex, cos float64
+		doc        Doc
+		lex, share float64
 	}
 	cands := make(map[string]*cand, len(lex)+n)
-	var order []*cand
+	order := make([]*cand, 0, len(lex)+n)
 	maxLex := 0.0
 	for _, d := range lex {
 		maxLex = max(maxLex, d.Score)
@@ -253,32 +318,29 @@ func (h *Hybrid) blend(ctx context.Context, src source, qv []float32, lex []Doc,
 		cands[d.ID] = c
 		order = append(order, c)
 	}
-	cos := make([]float64, len(pool))
-	idx := make([]int, len(pool))
-	for i := range pool {
-		if len(dv[i]) != len(qv) {
-			return nil, errDimension
+	if pool.isCorpus {
+		idx := make([]int, len(pool.docs))
+		for i := range idx {
+			idx[i] = i
 		}
-		cos[i] = max(cosine(qv, dv[i]), 0)
-		idx[i] = i
-	}
-	for _, i := range topK(idx, n, func(i int) float64 { return cos[i] }, func(i int) string { return pool[i].ID }) {
-		if cos[i] < h.cfg.MinSimilarity {
-			break // best first: the rest are further still
-		}
-		if _, ok := cands[pool[i].ID]; !ok {
-			c := &cand{doc: cloneDoc(pool[i])}
-			cands[pool[i].ID] = c
-			order = append(order, c)
+		for _, i := range topK(idx, n, func(i int) float64 { return st.cos[i] }, func(i int) string { return pool.docs[i].ID }) {
+			if !h.standsOut(st, i) {
+				break // best first: the rest stand out less
+			}
+			if _, ok := cands[pool.docs[i].ID]; !ok {
+				c := &cand{doc: cloneDoc(pool.docs[i])}
+				cands[c.doc.ID] = c
+				order = append(order, c)
+			}
 		}
 	}
-	for i, d := range pool {
+	for i, d := range pool.docs {
 		if c, ok := cands[d.ID]; ok {
-			c.cos = cos[i]
+			c.share = st.share(i)
 		}
 	}
 	w := h.cfg.Weight
-	score := func(c *cand) float64 { return (1-w)*c.lex + w*c.cos }
+	score := func(c *cand) float64 { return (1-w)*c.lex + w*c.share }
 	best := topK(order, k, score, func(c *cand) string { return c.doc.ID })
 	out := make([]Doc, len(best))
 	for i, c := range best {
@@ -288,91 +350,14 @@ func (h *Hybrid) blend(ctx context.Context, src source, qv []float32, lex []Doc,
 	return out, nil
 }
 
-// vectors returns the embeddings of docs, embedding those not cached yet.
-// For a corpus, docs is the whole document set of version.
-func (h *Hybrid) vectors(ctx context.Context, docs []Doc, version uint64, isCorpus bool) ([][]float32, error) {
-	select {
-	case h.sem <- struct{}{}:
-	case <-ctx.Done():
-		return nil, ctx.Err()
+// standsOut reports whether pool document i may enter the results by
+// vector alone: its standing reaches MinRelevance (always, if negative)
+// and its cosine MinSimilarity (if positive).
+func (h *Hybrid) standsOut(st standing, i int) bool {
+	if h.cfg.MinSimilarity > 0 && st.cos[i] < h.cfg.MinSimilarity {
+		return false
 	}
-	defer func() { <-h.sem }()
-	if isCorpus && h.cur != nil && version == h.version && len(h.cur) == len(docs) {
-		return h.cur, nil
-	}
-
-	keys := make([]uint64, len(docs))
-	// out is filled as vectors are found or embedded: clearing the cache of
-	// a non-corpus below must not lose the vectors of this call.
-	out := make([][]float32, len(docs))
-	var missing []int
-	for i, d := range docs {
-		keys[i] = h.key(d)
-		if v, ok := h.vecs[keys[i]]; ok {
-			out[i] = v
-		} else {
-			missing = append(missing, i)
-		}
-	}
-	for start := 0; start < len(missing); start += h.cfg.BatchSize {
-		batch := missing[start:min(start+h.cfg.BatchSize, len(missing))]
-		texts := make([]string, len(batch))
-		for j, i := range batch {
-			texts[j] = truncate(docs[i].Title+"\n"+docs[i].Text, h.cfg.MaxTextBytes)
-		}
-		vs, err := h.cfg.Embedder.Embed(ctx, texts)
-		if err != nil {
-			return nil, fmt.Errorf("retrieval: embedding documents: %w", err)
-		}
-		if len(vs) != len(texts) {
-			return nil, fmt.Errorf("retrieval: embedding documents: got %d vectors for %d texts", len(vs), len(texts))
-		}
-		if !isCorpus && len(h.vecs)+len(vs) > maxCachedVectors {
-			clear(h.vecs)
-		}
-		for j, i := range batch {
-			h.vecs[keys[i]] = vs[j]
-			out[i] = vs[j]
-		}
-	}
-	if isCorpus { // keep only this version's vectors
-		keep := make(map[uint64][]float32, len(keys))
-		for i, k := range keys {
-			keep[k] = out[i]
-		}
-		h.vecs, h.version, h.cur = keep, version, out
-	}
-	return out, nil
-}
-
-// key identifies a document's embedded content.
-func (h *Hybrid) key(d Doc) uint64 {
-	var mh maphash.Hash
-	mh.SetSeed(h.seed)
-	mh.WriteString(d.Title)
-	mh.WriteByte(0)
-	mh.WriteString(d.Text)
-	return mh.Sum64()
-}
-
-// cosine returns the cosine similarity of a and b, or 0 when either is zero
-// or has a NaN or infinite component: NaN is never below MinSimilarity, so
-// it would let any document in.
-func cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		x, y := float64(a[i]), float64(b[i])
-		dot += x * y
-		na += x * x
-		nb += y * y
-	}
-	if na == 0 || nb == 0 {
-		return 0
-	}
-	if c := dot / math.Sqrt(na*nb); !math.IsNaN(c) {
-		return c
-	}
-	return 0
+	return h.cfg.MinRelevance < 0 || st.z(i) >= h.cfg.MinRelevance
 }
 
 func truncate(s string, n int) string {

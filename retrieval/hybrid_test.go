@@ -3,6 +3,8 @@ package retrieval_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,9 +20,10 @@ import (
 // fakeEmbedder maps a text to the vector of the first rule whose substring
 // it contains (case-insensitive), or to [0 0 1].
 type fakeEmbedder struct {
-	rules []rule
-	err   error
-	dim   int // if set, vectors get this many dimensions (for mismatch tests)
+	rules  []rule
+	err    error
+	failOn string // if set, err is returned only for a batch with a text containing it
+	dim    int    // if set, vectors get this many dimensions (for mismatch tests)
 
 	mu    sync.Mutex
 	texts []string // every text embedded, in order
@@ -38,7 +41,7 @@ func (f *fakeEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, 
 	f.mu.Lock()
 	f.texts = append(f.texts, texts...)
 	f.mu.Unlock()
-	if f.err != nil {
+	if f.err != nil && (f.failOn == "" || slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(t, f.failOn) })) {
 		return nil, f.err
 	}
 	out := make([][]float32, len(texts))
@@ -72,6 +75,48 @@ var hybridDocs = []retrieval.Doc{
 	{ID: "c", Title: "Shipping", Text: "Parcels ship daily."},
 }
 
+// fillers returns n documents that share no word with the hybrid tests'
+// questions; the fake embedders give them the default vector. They give
+// the corpus a spread of similarities for a document to stand out from.
+func fillers(n int) []retrieval.Doc {
+	out := make([]retrieval.Doc, n)
+	for i := range out {
+		out[i] = retrieval.Doc{ID: fmt.Sprintf("filler-%02d", i), Title: fmt.Sprintf("Topic %d", i), Text: fmt.Sprintf("Unrelated note number %d.", i)}
+	}
+	return out
+}
+
+// newKB returns a knowledge base over docs.
+func newKB(t testing.TB, docs ...[]retrieval.Doc) *retrieval.KnowledgeBase {
+	t.Helper()
+	kb, err := retrieval.New(slices.Concat(docs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kb
+}
+
+// readyHybrid returns a Hybrid over cfg whose document vectors are ready,
+// closed when the test ends.
+func readyHybrid(t testing.TB, cfg retrieval.HybridConfig) *retrieval.Hybrid {
+	t.Helper()
+	h := newHybrid(t, cfg)
+	if err := h.WaitVectors(context.Background()); err != nil {
+		t.Fatalf("WaitVectors: %v", err)
+	}
+	return h
+}
+
+// newHybrid returns a Hybrid over cfg, closed when the test ends.
+func newHybrid(t testing.TB, cfg retrieval.HybridConfig) *retrieval.Hybrid {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	h := retrieval.NewHybrid(cfg)
+	t.Cleanup(func() { h.Close() })
+	return h
+}
+
 func newHybridEmbedder() *fakeEmbedder {
 	return &fakeEmbedder{rules: []rule{
 		{"compensat", []float32{1, 0, 0}},
@@ -81,16 +126,13 @@ func newHybridEmbedder() *fakeEmbedder {
 }
 
 func TestHybridBlendChangesRanking(t *testing.T) {
-	kb, err := retrieval.New(hybridDocs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kb := newKB(t, hybridDocs, fillers(30))
 	ctx := context.Background()
 	lex, _ := kb.Retrieve(ctx, "refund", 3)
 	if got := ids(lex); !slices.Equal(got, []string{"a"}) {
 		t.Fatalf("lexical = %v, want [a]", got)
 	}
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.7})
+	h := readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.7})
 	docs, err := h.Retrieve(ctx, "refund", 3)
 	if err != nil {
 		t.Fatal(err)
@@ -102,7 +144,7 @@ func TestHybridBlendChangesRanking(t *testing.T) {
 		t.Errorf("scores b=%v a=%v, want 0.7 and 0.3", b, a)
 	}
 
-	h = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.2})
+	h = readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(), Weight: 0.2})
 	docs, _ = h.Retrieve(ctx, "refund", 3)
 	if got := ids(docs); len(got) < 2 || got[0] != "a" || got[1] != "b" {
 		t.Errorf("hybrid with weight 0.2 = %v, want a before b", got)
@@ -119,7 +161,7 @@ func TestHybridOverPlainRetrieverBlendsCandidatesOnly(t *testing.T) {
 }
 
 func TestHybridFallsBackToLexical(t *testing.T) {
-	kb, _ := retrieval.New(hybridDocs)
+	kb := newKB(t, hybridDocs)
 	ctx := context.Background()
 	want, _ := kb.Retrieve(ctx, "refund policy", 3)
 	boom := errors.New("embedding service down")
@@ -128,17 +170,21 @@ func TestHybridFallsBackToLexical(t *testing.T) {
 		emb  *fakeEmbedder
 		vec  []float32
 	}{
-		{"question embedding fails", &fakeEmbedder{err: boom}, nil},
+		{"question embedding fails", &fakeEmbedder{err: boom, failOn: "refund policy"}, nil},
 		{"document embedding fails", &fakeEmbedder{err: boom}, []float32{1, 0, 0}},
 		{"dimensions differ", &fakeEmbedder{dim: 8}, []float32{1, 0, 0}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
 			var fallbacks []error
-			h := retrieval.NewHybrid(retrieval.HybridConfig{
+			h := newHybrid(t, retrieval.HybridConfig{
 				Lexical: kb, Embedder: tt.emb,
-				OnFallback: func(err error) { fallbacks = append(fallbacks, err) },
+				OnFallback: func(err error) { mu.Lock(); fallbacks = append(fallbacks, err); mu.Unlock() },
 			})
+			if err := h.WaitVectors(ctx); (err != nil) != (tt.name == "document embedding fails") {
+				t.Fatalf("WaitVectors: %v", err)
+			}
 			docs, err := h.RetrieveVector(ctx, "refund policy", tt.vec, 3)
 			if err != nil {
 				t.Fatalf("err = %v, want lexical results", err)
@@ -146,13 +192,15 @@ func TestHybridFallsBackToLexical(t *testing.T) {
 			if !slices.Equal(ids(docs), ids(want)) || docs[0].Score != want[0].Score {
 				t.Errorf("got %v, want the lexical %v", docs, want)
 			}
+			mu.Lock()
+			defer mu.Unlock()
 			if len(fallbacks) != 1 {
 				t.Errorf("OnFallback called %d times, want 1", len(fallbacks))
 			}
 		})
 	}
 	t.Run("no embedder", func(t *testing.T) {
-		h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb})
+		h := newHybrid(t, retrieval.HybridConfig{Lexical: kb})
 		docs, err := h.Retrieve(ctx, "refund policy", 3)
 		if err != nil || !slices.Equal(ids(docs), ids(want)) {
 			t.Errorf("got %v, %v; want %v", ids(docs), err, ids(want))
@@ -161,9 +209,9 @@ func TestHybridFallsBackToLexical(t *testing.T) {
 }
 
 func TestHybridEmbedsDocumentsOncePerVersion(t *testing.T) {
-	kb, _ := retrieval.New(hybridDocs)
+	kb := newKB(t, hybridDocs)
 	emb := newHybridEmbedder()
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	h := readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: emb})
 	ctx := context.Background()
 	for range 3 {
 		if _, err := h.RetrieveVector(ctx, "refund", []float32{1, 0, 0}, 2); err != nil {
@@ -176,6 +224,9 @@ func TestHybridEmbedsDocumentsOncePerVersion(t *testing.T) {
 	if err := kb.Reload(); err != nil { // same documents, new version
 		t.Fatal(err)
 	}
+	if err := h.WaitVectors(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := h.Retrieve(ctx, "refund", 2); err != nil {
 		t.Fatal(err)
 	}
@@ -185,8 +236,7 @@ func TestHybridEmbedsDocumentsOncePerVersion(t *testing.T) {
 }
 
 func TestHybridCancelled(t *testing.T) {
-	kb, _ := retrieval.New(hybridDocs)
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder()})
+	h := newHybrid(t, retrieval.HybridConfig{Lexical: newKB(t, hybridDocs), Embedder: newHybridEmbedder()})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := h.Retrieve(ctx, "refund", 3); !errors.Is(err, context.Canceled) {
@@ -201,7 +251,7 @@ func TestHybridCancelled(t *testing.T) {
 func TestHybridConcurrentWithReload(t *testing.T) {
 	kb := openTestKB(t)
 	emb := &fakeEmbedder{rules: []rule{{"退", []float32{1, 0, 0}}, {"return", []float32{0, 1, 0}}}}
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	h := newHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: emb})
 	var wg sync.WaitGroup
 	var errs atomic.Int64
 	for i := range 4 {
@@ -226,36 +276,36 @@ func TestHybridConcurrentWithReload(t *testing.T) {
 	}
 }
 
-// TestHybridMinSimilarity guards the vector side of the relevance floor:
-// a document that shares no word with the question enters the results
-// only if its cosine similarity reaches MinSimilarity.
-func TestHybridMinSimilarity(t *testing.T) {
-	docs := []retrieval.Doc{
+// TestHybridMinRelevance guards the vector side of the relevance floor: a
+// document that shares no word with the question enters the results only
+// if its similarity stands MinRelevance standard deviations above the
+// question's mean similarity to the corpus (and reaches MinSimilarity,
+// if set).
+func TestHybridMinRelevance(t *testing.T) {
+	kb := newKB(t, []retrieval.Doc{
 		{ID: "lex", Title: "Refund policy", Text: "Refund policy details."},
 		{ID: "close", Title: "Getting your money back", Text: "How to get compensated."},
 		{ID: "far", Title: "Gift wrapping", Text: "We wrap presents."},
-	}
-	kb, err := retrieval.New(docs)
-	if err != nil {
-		t.Fatal(err)
-	}
+	}, fillers(30))
 	emb := &fakeEmbedder{rules: []rule{
-		{"compensat", []float32{1, 0.2, 0}}, // cosine 0.98 with the question
-		{"wrap", []float32{0.2, 0, 1}},      // cosine 0.20
+		{"compensat", []float32{1, 0.2, 0}}, // cosine 0.98 with the question: 5.5 sd above the mean
+		{"wrap", []float32{0.2, 0, 1}},      // cosine 0.20: 1 sd
+		{"details", []float32{0, 1, 0}},
 		{"refund", []float32{1, 0, 0}},
 	}}
 	tests := []struct {
-		name string
-		min  float64
-		want []string
+		name     string
+		min, sim float64
+		want     []string
 	}{
-		{"default 0.3 keeps the far document out", 0, []string{"lex", "close"}},
-		{"higher floor keeps the close one out too", 0.99, []string{"lex"}},
-		{"negative admits every vector hit", -1, []string{"lex", "close", "far"}},
+		{"default keeps the far document out", 0, 0, []string{"close", "lex"}},
+		{"higher floor keeps the close one out too", 6, 0, []string{"lex"}},
+		{"negative admits every vector hit", -1, 0, []string{"close", "lex", "far"}},
+		{"MinSimilarity applies as well", 0, 0.99, []string{"lex"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb, Weight: 0.7, MinSimilarity: tt.min})
+			h := readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: emb, Weight: 0.7, MinRelevance: tt.min, MinSimilarity: tt.sim})
 			got, err := h.Retrieve(context.Background(), "refund", 3)
 			if err != nil || !slices.Equal(ids(got), tt.want) {
 				t.Errorf("got %v, %v; want %v", ids(got), err, tt.want)
@@ -268,9 +318,8 @@ func TestHybridMinSimilarity(t *testing.T) {
 // once": after the embedding failed for a question, NoVector ranks by the
 // lexical score without asking the embedder again.
 func TestHybridNoVectorDoesNotEmbed(t *testing.T) {
-	kb, _ := retrieval.New(hybridDocs)
 	emb := newHybridEmbedder()
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb, Weight: 0.7})
+	h := newHybrid(t, retrieval.HybridConfig{Lexical: newKB(t, hybridDocs), Embedder: emb, Weight: 0.7})
 	docs, err := h.RetrieveVector(context.Background(), "refund", retrieval.NoVector, 3)
 	if err != nil || !slices.Equal(ids(docs), []string{"a"}) {
 		t.Fatalf("RetrieveVector(NoVector) = %v, %v; want the lexical [a]", ids(docs), err)
@@ -332,7 +381,7 @@ func TestHybridAnswersFromOneSnapshot(t *testing.T) {
 					}
 				},
 			}
-			h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: tt.wrap(kb), Embedder: emb})
+			h := readyHybrid(t, retrieval.HybridConfig{Lexical: tt.wrap(kb), Embedder: emb})
 			docs, err := h.Retrieve(context.Background(), q, 3)
 			if err != nil {
 				t.Fatal(err)
@@ -349,19 +398,19 @@ func TestHybridAnswersFromOneSnapshot(t *testing.T) {
 // document with a non-finite vector never enters by vector search (NaN
 // compares false with MinSimilarity, so it once got through).
 func TestHybridRejectsNonFiniteVectors(t *testing.T) {
-	kb, _ := retrieval.New(hybridDocs)
+	kb := newKB(t, hybridDocs)
 	ctx := context.Background()
 	inf, nan := float32(math.Inf(1)), float32(math.NaN())
 	var fallbacks atomic.Int64
-	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(),
+	h := readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: newHybridEmbedder(),
 		OnFallback: func(error) { fallbacks.Add(1) }})
 	docs, err := h.RetrieveVector(ctx, "refund", []float32{inf, 0, 0}, 3)
 	if err != nil || !slices.Equal(ids(docs), []string{"a"}) || fallbacks.Load() != 1 {
 		t.Errorf("RetrieveVector(+Inf) = %v, %v, %d fallbacks; want the lexical [a] and 1 fallback", ids(docs), err, fallbacks.Load())
 	}
 	emb := &fakeEmbedder{rules: []rule{{"compensat", []float32{nan, 1, 0}}, {"refund", []float32{1, 0, 0}}}}
-	kb, _ = retrieval.New(hybridDocs[:2]) // the NaN document ranks right after "a"
-	h = retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	kb = newKB(t, hybridDocs[:2]) // the NaN document ranks right after "a"
+	h = readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: emb, MinRelevance: 0.5})
 	docs, err = h.Retrieve(ctx, "refund", 3)
 	if err != nil || !slices.Equal(ids(docs), []string{"a"}) {
 		t.Errorf("Retrieve with a NaN document vector = %v, %v; want [a]", ids(docs), err)

@@ -2,9 +2,15 @@ package retrieval_test
 
 import (
 	"context"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 
+	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/retrieval"
+	"github.com/ragfuse/ragfuse/retrieval/embedtest"
 )
 
 type oodCase struct {
@@ -131,4 +137,179 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// nonsense returns n made-up questions, half Latin consonant strings
+// ("jxvjxjqzv vxzvjvqjzq?"), half runs of random Chinese characters, the
+// same in every run.
+func nonsense(n int) []string {
+	rng := rand.New(rand.NewPCG(21, 21))
+	out := make([]string, n)
+	for i := range out {
+		var sb strings.Builder
+		for w := range 2 + rng.IntN(3) {
+			if w > 0 && i%2 == 0 {
+				sb.WriteByte(' ')
+			}
+			for range 4 + rng.IntN(6) {
+				if i%2 == 0 {
+					sb.WriteByte("bcdfghjklmnpqrstvwxz"[rng.IntN(20)])
+				} else {
+					sb.WriteRune(rune(0x4E00 + rng.IntN(0x9FA5-0x4E00)))
+				}
+			}
+		}
+		sb.WriteByte('?')
+		out[i] = sb.String()
+	}
+	return out
+}
+
+// testEmbedders are the embedders the relevance floor is tested under:
+// one without signal (random vectors), one whose unrelated texts all
+// score about 0.75, a dense one with signal (the hash embedder's, mixed
+// with noise), and the hash embedder as pipelines use it (its similarity
+// counts shared words and character trigrams, so it only re-ranks: a
+// vector-only hit needs cosine 0.99).
+func testEmbedders() []struct {
+	name   string
+	emb    cache.Embedder
+	minSim float64
+} {
+	return []struct {
+		name   string
+		emb    cache.Embedder
+		minSim float64
+	}{
+		{"no signal", embedtest.NoSignal{}, 0},
+		{"unrelated at 0.75", embedtest.Offset{Embedder: embedtest.NoSignal{}, Base: 0.75}, 0},
+		{"dense with signal", embedtest.Noisy{Embedder: cache.NewHashEmbedder(0), Noise: 0.3}, 0},
+		{"hash", cache.NewHashEmbedder(0), 0.99},
+	}
+}
+
+// TestOutOfDomainUnderEmbedders guards the vector side of the relevance
+// floor under each of testEmbedders. No
+// out-of-domain or nonsense question may get a document by vector search
+// (so every question the lexical floor keeps empty stays empty, and every
+// nonsense question gets none), and recall@3 on the development set stays
+// within 2 points of the lexical retriever's.
+func TestOutOfDomainUnderEmbedders(t *testing.T) {
+	kb := openTestKB(t)
+	ctx := context.Background()
+	dev := loadEval(t)
+	lexRecall := recall(t, kb, dev, 3, false)["all"]
+	var questions []string
+	for _, c := range loadOOD(t) {
+		questions = append(questions, c.Question)
+	}
+	junk := nonsense(20)
+	questions = append(questions, junk...)
+	for _, tt := range testEmbedders() {
+		t.Run(tt.name, func(t *testing.T) {
+			h := readyHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: tt.emb, MinSimilarity: tt.minSim})
+			empty := 0
+			for _, q := range questions {
+				lex, _ := kb.Retrieve(ctx, q, 3)
+				docs, err := h.Retrieve(ctx, q, 3)
+				if err != nil {
+					t.Fatalf("%q: %v", q, err)
+				}
+				if len(docs) == 0 {
+					empty++
+				}
+				for _, d := range docs {
+					if !slices.Contains(ids(lex), d.ID) {
+						t.Errorf("%q got %s by vector search alone", q, d.ID)
+					}
+				}
+				if slices.Contains(junk, q) && len(docs) > 0 {
+					t.Errorf("nonsense %q got %v", q, ids(docs))
+				}
+			}
+			r := recall(t, h, dev, 3, false)["all"]
+			t.Logf("out-of-domain and nonsense with no documents = %d/%d; recall@3 = %.3f (lexical %.3f)", empty, len(questions), r, lexRecall)
+			if r < lexRecall-0.02 {
+				t.Errorf("recall@3 = %.3f, lexical %.3f: dropped more than 2 points", r, lexRecall)
+			}
+		})
+	}
+}
+
+// TestStandingFigures measures the standings (similarity minus the mean
+// over the corpus, in standard deviations) behind DefaultMinRelevance over
+// testdata/kb: the highest any out-of-domain or nonsense question reaches,
+// which must stay below the floor under every embedder but the hash one,
+// and that of the article answering each development question.
+//
+//	go test ./retrieval -run TestStandingFigures -v
+func TestStandingFigures(t *testing.T) {
+	kb := openTestKB(t)
+	docs := kb.Docs()
+	texts := make([]string, len(docs))
+	for i, d := range docs {
+		texts[i] = d.Title + "\n" + d.Text
+	}
+	var outside []string
+	for _, c := range loadOOD(t) {
+		outside = append(outside, c.Question)
+	}
+	outside = append(outside, nonsense(1000)...)
+	ctx := context.Background()
+	for _, tt := range testEmbedders() {
+		dv, err := tt.emb.Embed(ctx, texts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var highest, answering []float64
+		for _, q := range outside {
+			z := standings(t, tt.emb, q, dv)
+			highest = append(highest, slices.Max(z))
+		}
+		for _, c := range loadEval(t) {
+			z := standings(t, tt.emb, c.Question, dv)
+			answering = append(answering, z[slices.IndexFunc(docs, func(d retrieval.Doc) bool { return d.ID == c.ID })])
+		}
+		slices.Sort(highest)
+		slices.Sort(answering)
+		top := highest[len(highest)-1]
+		t.Logf("%-18s outside: highest %.2f (p99 %.2f); answering article: p50 %.2f, p90 %.2f",
+			tt.name, top, highest[len(highest)*99/100], answering[len(answering)/2], answering[len(answering)*9/10])
+		if tt.minSim == 0 && top >= retrieval.DefaultMinRelevance {
+			t.Errorf("%s: an outside question stands at %.2f, not below DefaultMinRelevance %v", tt.name, top, retrieval.DefaultMinRelevance)
+		}
+	}
+}
+
+// standings returns how far each document vector of dv stands above the
+// mean similarity of q's embedding to them, in standard deviations.
+func standings(t *testing.T, emb cache.Embedder, q string, dv [][]float32) []float64 {
+	t.Helper()
+	qv, err := emb.Embed(context.Background(), []string{q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cos := make([]float64, len(dv))
+	mean := 0.0
+	for i, v := range dv {
+		var dot, na, nb float64
+		for j := range v {
+			dot += float64(qv[0][j]) * float64(v[j])
+			na += float64(qv[0][j]) * float64(qv[0][j])
+			nb += float64(v[j]) * float64(v[j])
+		}
+		if na > 0 && nb > 0 {
+			cos[i] = dot / math.Sqrt(na*nb)
+		}
+		mean += cos[i] / float64(len(dv))
+	}
+	sd := 0.0
+	for _, c := range cos {
+		sd += (c - mean) * (c - mean) / float64(len(dv))
+	}
+	sd = math.Sqrt(sd)
+	for i := range cos {
+		cos[i] = (cos[i] - mean) / sd
+	}
+	return cos
 }

@@ -48,7 +48,7 @@ var synonymGroups = [][]string{
 	{"customs", "duty", "import tax", "tariff"},
 	{"liquid", "water", "spill"},
 	{"order", "purchase"},
-	{"modify", "change", "add item", "remove item"},
+	{"modify", "add item", "remove item"},
 	{"address", "street"},
 	{"level", "tier", "rank"},
 	{"point", "reward", "loyalty"},
