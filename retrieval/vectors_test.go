@@ -62,7 +62,7 @@ func TestHybridFirstQuestionDoesNotWaitForDocuments(t *testing.T) {
 	h := newHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: gate, Weight: 0.7, BatchSize: 8,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.StartVectors()
-	<-gate.entered // the first batch hangs
+	<-gate.entered                                                           // the first batch hangs
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // far beyond any answer not waiting
 	defer cancel()
 	for range 3 {
