@@ -62,8 +62,9 @@ func TestHybridFirstQuestionDoesNotWaitForDocuments(t *testing.T) {
 	h := newHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: gate, Weight: 0.7, BatchSize: 8,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	h.StartVectors()
-	<-gate.entered                                                           // the first batch hangs
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second) // far beyond any answer not waiting
+	<-gate.entered // the first batch hangs
+	// The bound is far beyond any answer that does not wait for the batches.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for range 3 {
 		docs, err := h.Retrieve(ctx, "refund", 3)
