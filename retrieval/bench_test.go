@@ -121,3 +121,22 @@ func (runeEmbedder) Embed(_ context.Context, texts []string) ([][]float32, error
 	}
 	return out, nil
 }
+
+// BenchmarkBestPassage measures choosing the passage of an article of the
+// test knowledge base, and of a long one-paragraph text.
+func BenchmarkBestPassage(b *testing.B) {
+	kb := openTestKB(b)
+	doc, _ := kb.Get("zh-return-shipping-fee")
+	long := retrieval.Doc{Text: strings.Repeat("Our shop sells many kinds of goods. ", 3000)}
+	for _, tt := range []struct {
+		name string
+		doc  retrieval.Doc
+	}{{"article", doc}, {"100KB", long}} {
+		b.Run(tt.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				retrieval.BestPassage("寄回商品的快递费要我自己出吗 goods", tt.doc, 280)
+			}
+		})
+	}
+}
