@@ -51,6 +51,7 @@ func runChaos(ctx context.Context, args []string, e *env) error {
 	base := strings.TrimSuffix(srv.URL, "/v1")
 	w := e.stdout
 	fmt.Fprintf(w, "ragfuse chaos: OpenAI-compatible upstream with fault injection at %s\n", srv.URL)
+	fmt.Fprintln(w, "  endpoints: POST /v1/chat/completions, /v1/embeddings, /v1/rerank; GET /v1/models")
 	if len(cfg.Models) > 0 {
 		fmt.Fprintf(w, "  models: %s\n", strings.Join(cfg.Models, ", "))
 	} else {
@@ -61,6 +62,8 @@ func runChaos(ctx context.Context, args []string, e *env) error {
 	fmt.Fprintf(w, "    curl -s -X PUT %s/_llmtest/faults/MODEL -H 'Content-Type: application/json' -d '{\"mode\":\"hang\"}'\n", base)
 	fmt.Fprintf(w, "    curl -s -X DELETE %s/_llmtest/faults\n", base)
 	fmt.Fprintf(w, "    curl -s %s/_llmtest/stats\n", base)
+	fmt.Fprintln(w, "  rerank:")
+	fmt.Fprintf(w, "    curl -s %s/rerank -d '{\"model\":\"rerank\",\"query\":\"refund\",\"documents\":[\"refund policy\",\"shipping\"]}'\n", srv.URL)
 	fmt.Fprintf(w, "  modes: %s\n", modeList())
 	fmt.Fprintln(w, "  stop with Ctrl-C")
 

@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +152,47 @@ func TestChaosCommand(t *testing.T) {
 	s := w.String()
 	if !strings.Contains(s, "http://127.0.0.1:") || !strings.Contains(s, "/_llmtest/faults") || !strings.Contains(s, "stopping") {
 		t.Fatalf("output %s", s)
+	}
+}
+
+// TestChaosServesRerank: the chaos upstream answers the rerank API, with
+// the faults given on the command line.
+func TestChaosServesRerank(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan int, 1)
+	w := &lockedWriter{w: &bytes.Buffer{}, started: make(chan struct{})}
+	go func() {
+		done <- run(ctx, []string{"chaos", "--addr", "127.0.0.1:0", "--faults", "bad-rerank=rate_limit"},
+			&env{stdout: w, stderr: w, getenv: func(string) string { return "" }})
+	}()
+	defer func() {
+		cancel()
+		<-done
+	}()
+	<-w.started
+	line, _, _ := strings.Cut(w.String(), "\n")
+	base := line[strings.Index(line, "http://"):]
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	post := func(model string) int {
+		resp, err := (&http.Client{Transport: tr}).Post(base+"/rerank", "application/json",
+			strings.NewReader(`{"model":"`+model+`","query":"refund","documents":["refund policy","shipping"],"top_n":1}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var got struct {
+			Results []struct{ Index int } `json:"results"`
+		}
+		if resp.StatusCode == http.StatusOK && (json.NewDecoder(resp.Body).Decode(&got) != nil || len(got.Results) != 1 || got.Results[0].Index != 0) {
+			t.Errorf("%s: results %+v, want the refund document alone", model, got.Results)
+		}
+		return resp.StatusCode
+	}
+	if code := post("rerank"); code != http.StatusOK {
+		t.Errorf("rerank answered %d, want 200", code)
+	}
+	if code := post("bad-rerank"); code != http.StatusTooManyRequests {
+		t.Errorf("bad-rerank answered %d, want 429", code)
 	}
 }

@@ -2,17 +2,22 @@
 // tests, drills and demos, in the spirit of net/http/httptest.
 //
 // A Server answers chat completions (plain and streamed as Server-Sent
-// Events) and embeddings with deterministic content: the answer names the
-// model ("[qwen3-max] …"), mentions the first document found after a
-// "Documents:" line of the prompt, and echoes the question; embeddings are
-// unit vectors made by feature hashing of the words. Token usage and
-// per-model counters (Stats) are kept.
+// Events), embeddings and reranking with deterministic content: the answer
+// names the model ("[qwen3-max] …"), mentions the first document found
+// after a "Documents:" line of the prompt, and echoes the question;
+// embeddings are unit vectors made by feature hashing of the words; a
+// rerank request (the Jina/Cohere-compatible {"model", "query",
+// "documents", "top_n"}) gets its documents scored by the similarity of
+// those vectors to the query's, best first, as {"results": [{"index",
+// "relevance_score"}]}. Token usage and per-model counters (Stats) are
+// kept.
 //
 // Each model can be given a Fault at run time (SetFault) or a schedule of
 // faults over time (Schedule, evaluated against Config.Clock on each
 // request, with no goroutine): added latency, a hang, an HTTP status with
 // a body, 429 with Retry-After, a connection reset, a stream broken or
-// stalled after N chunks, malformed JSON, or empty choices. AnyModel sets
+// stalled after N chunks, malformed JSON, or empty choices (no vectors, no
+// rerank results). Every endpoint serves every mode. AnyModel sets
 // a fault for every model without one of its own. HoldBreaks lets a test
 // choose the moment a broken answer breaks: the chunks before the break
 // are sent, and the connection is cut only when the test releases it.
@@ -28,7 +33,7 @@
 //	mux.Handle("/", srv)                 // or http.StripPrefix under a prefix
 //	defer srv.Close()                    // releases hung handlers
 //
-// Paths are /v1/chat/completions, /v1/embeddings, /v1/models, and the
+// Paths are /v1/chat/completions, /v1/embeddings, /v1/rerank, /v1/models, and the
 // JSON control API under /_llmtest/ (faults, schedule, stats), which tools
 // such as `ragfuse chaos` use to switch faults on a running server.
 //

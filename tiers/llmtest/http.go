@@ -20,6 +20,7 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	m.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	m.HandleFunc("POST /v1/embeddings", s.handleEmbeddings)
+	m.HandleFunc("POST /v1/rerank", s.handleRerank)
 	m.HandleFunc("GET /v1/models", s.handleModels)
 	m.HandleFunc("GET /v1/models/{model...}", s.handleModel)
 	m.HandleFunc("GET /_llmtest/faults", s.handleGetFaults)

@@ -42,16 +42,17 @@ type Stats struct {
 	Calls            int64 `json:"calls"`             // chat completion requests, plain and streamed
 	StreamCalls      int64 `json:"stream_calls"`      // the streamed ones among Calls
 	EmbeddingCalls   int64 `json:"embedding_calls"`   // embedding requests
+	RerankCalls      int64 `json:"rerank_calls"`      // rerank requests
 	Faulted          int64 `json:"faulted"`           // calls that met a fault other than ok and latency
-	PromptTokens     int64 `json:"prompt_tokens"`     // chat prompts and embedding inputs
+	PromptTokens     int64 `json:"prompt_tokens"`     // chat prompts, embedding and rerank inputs
 	CompletionTokens int64 `json:"completion_tokens"` // answer tokens sent
 	Chunks           int64 `json:"chunks"`            // stream content chunks sent
 }
 
 // Server is a fault-injecting OpenAI-compatible server for tests, in the
 // spirit of net/http/httptest. It serves /v1/chat/completions (plain and
-// streamed), /v1/embeddings, /v1/models and a control API under
-// /_llmtest/. Faults are set per model at run time or on a schedule.
+// streamed), /v1/embeddings, /v1/rerank, /v1/models and a control API
+// under /_llmtest/. Faults are set per model at run time or on a schedule.
 // A Server is safe for concurrent use.
 type Server struct {
 	// URL is the base URL of a started server, "http://127.0.0.1:PORT/v1",
