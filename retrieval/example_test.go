@@ -43,3 +43,12 @@ func ExampleNewIndex() {
 	}
 	// Output: invoices
 }
+
+func ExampleBestPassage() {
+	doc := retrieval.Doc{ID: "returns", Title: "Returns", Text: "You can return most items within 7 days.\n\n" +
+		"Faulty items can be returned within 30 days; we pay the postage.\n\n" +
+		"Refunds go back to the original payment method."}
+	p := retrieval.BestPassage("who pays the postage for a faulty item?", doc, 280)
+	fmt.Println(p.Text)
+	// Output: Faulty items can be returned within 30 days; we pay the postage.
+}
