@@ -45,12 +45,12 @@ func BestPassage(query string, doc Doc, maxRunes int) Passage {
 
 // extend returns spans[i], joined with the spans after it while they fit
 // in maxRunes, if it ends in a colon (it introduces what follows, such as
-// a list) or is shorter than a third of maxRunes.
+// a list) or is shorter than a sixth of maxRunes (a heading, a fragment).
 func extend(text string, spans [][2]int, i, maxRunes int) [2]int {
 	sp := spans[i]
 	for j := i + 1; j < len(spans) && spans[j][0] >= sp[1]; j++ {
 		s := strings.TrimSpace(text[sp[0]:sp[1]])
-		if !strings.HasSuffix(s, ":") && !strings.HasSuffix(s, "：") && utf8.RuneCountInString(s)*3 >= maxRunes {
+		if !strings.HasSuffix(s, ":") && !strings.HasSuffix(s, "：") && utf8.RuneCountInString(s)*6 >= maxRunes {
 			break
 		}
 		if utf8.RuneCountInString(text[sp[0]:spans[j][1]]) > maxRunes {
