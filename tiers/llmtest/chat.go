@@ -140,14 +140,10 @@ func (s *Server) handleChat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	f := s.Fault(req.Model)
-	s.count(req.Model, func(st *Stats) {
+	f := s.countCall(req.Model, func(st *Stats) {
 		st.Calls++
 		if req.Stream {
 			st.StreamCalls++
-		}
-		if f.Mode != ModeOK && f.Mode != ModeLatency {
-			st.Faulted++
 		}
 	})
 	if s.common(w, r, f) {
@@ -192,18 +188,8 @@ func (s *Server) common(w http.ResponseWriter, r *http.Request, f Fault) bool {
 
 // plain answers a non-streamed request.
 func (s *Server) plain(w http.ResponseWriter, r *http.Request, f Fault, c completion) {
-	switch f.Mode {
-	case ModeStall:
-		if !s.wait(r.Context(), f.Delay) {
-			abort(w, false)
-			return
-		}
-	case ModeBreak:
-		s.breakAfterHeaders(w, r, c.model, c.prompt)
-		return
-	case ModeMalformed:
-		s.count(c.model, func(st *Stats) { st.PromptTokens += int64(c.prompt) })
-		writeBody(w, http.StatusOK, fmt.Sprintf(`{"id": %q, "object": "chat.completion", "choices": [{"message": {"content": oops}}]`, c.id))
+	malformed := fmt.Sprintf(`{"id": %q, "object": "chat.completion", "choices": [{"message": {"content": oops}}]`, c.id)
+	if s.plainFault(w, r, f, c.model, c.prompt, malformed) {
 		return
 	}
 	resp := chatResponse{ID: c.id, Object: "chat.completion", Created: c.created, Model: c.model, Choices: []chatChoice{}}

@@ -91,13 +91,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "encoding_format must be float or base64")
 		return
 	}
-	f := s.Fault(req.Model)
-	s.count(req.Model, func(st *Stats) {
-		st.EmbeddingCalls++
-		if f.Mode != ModeOK && f.Mode != ModeLatency {
-			st.Faulted++
-		}
-	})
+	f := s.countCall(req.Model, func(st *Stats) { st.EmbeddingCalls++ })
 	if s.common(w, r, f) {
 		return
 	}
@@ -105,18 +99,7 @@ func (s *Server) handleEmbeddings(w http.ResponseWriter, r *http.Request) {
 	for _, t := range texts {
 		prompt += countTokens(t)
 	}
-	switch f.Mode {
-	case ModeStall: // no chunks: wait Delay, or forever
-		if !s.wait(r.Context(), f.Delay) {
-			abort(w, false)
-			return
-		}
-	case ModeBreak:
-		s.breakAfterHeaders(w, r, req.Model, prompt)
-		return
-	case ModeMalformed:
-		s.count(req.Model, func(st *Stats) { st.PromptTokens += int64(prompt) })
-		writeBody(w, http.StatusOK, `{"object": "list", "data": [{"embedding": [0.1, oops]}]`)
+	if s.plainFault(w, r, f, req.Model, prompt, `{"object": "list", "data": [{"embedding": [0.1, oops]}]`) {
 		return
 	}
 	data := []embeddingData{}

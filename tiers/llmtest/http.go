@@ -175,3 +175,40 @@ func writeBody(w http.ResponseWriter, status int, body string) {
 	w.WriteHeader(status)
 	_, _ = io.WriteString(w, body)
 }
+
+// countCall counts a call to model with call (which adds to the counter of
+// its kind), and as faulted if its fault is other than ok and latency. It
+// returns the fault in force.
+func (s *Server) countCall(model string, call func(*Stats)) Fault {
+	f := s.Fault(model)
+	s.count(model, func(st *Stats) {
+		call(st)
+		if f.Mode != ModeOK && f.Mode != ModeLatency {
+			st.Faulted++
+		}
+	})
+	return f
+}
+
+// plainFault serves the faults of a plain (not streamed) answer to model
+// that common does not: a stall waits Delay before answering (or forever),
+// a break cuts the answer after its headers, and malformed sends body. The
+// prompt tokens count for the two that send a 200. It returns true when
+// the request was answered.
+func (s *Server) plainFault(w http.ResponseWriter, r *http.Request, f Fault, model string, prompt int, malformed string) bool {
+	switch f.Mode {
+	case ModeStall:
+		if !s.wait(r.Context(), f.Delay) {
+			abort(w, false)
+			return true
+		}
+	case ModeBreak:
+		s.breakAfterHeaders(w, r, model, prompt)
+		return true
+	case ModeMalformed:
+		s.count(model, func(st *Stats) { st.PromptTokens += int64(prompt) })
+		writeBody(w, http.StatusOK, malformed)
+		return true
+	}
+	return false
+}

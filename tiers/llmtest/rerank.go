@@ -66,13 +66,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid_request_error", "invalid_value", "top_n must be at least 1")
 		return
 	}
-	f := s.Fault(req.Model)
-	s.count(req.Model, func(st *Stats) {
-		st.RerankCalls++
-		if f.Mode != ModeOK && f.Mode != ModeLatency {
-			st.Faulted++
-		}
-	})
+	f := s.countCall(req.Model, func(st *Stats) { st.RerankCalls++ })
 	if s.common(w, r, f) {
 		return
 	}
@@ -80,18 +74,7 @@ func (s *Server) handleRerank(w http.ResponseWriter, r *http.Request) {
 	for _, t := range texts {
 		prompt += countTokens(t)
 	}
-	switch f.Mode {
-	case ModeStall:
-		if !s.wait(r.Context(), f.Delay) {
-			abort(w, false)
-			return
-		}
-	case ModeBreak:
-		s.breakAfterHeaders(w, r, req.Model, prompt)
-		return
-	case ModeMalformed:
-		s.count(req.Model, func(st *Stats) { st.PromptTokens += int64(prompt) })
-		writeBody(w, http.StatusOK, `{"results": [{"index": 0, "relevance_score": oops}]`)
+	if s.plainFault(w, r, f, req.Model, prompt, `{"results": [{"index": 0, "relevance_score": oops}]`) {
 		return
 	}
 	results := []rerankResult{}
