@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/tiers"
 	"golang.org/x/time/rate"
 )
 
@@ -105,4 +106,36 @@ func (a *admission) tenant(tenant string) *rate.Limiter {
 	tl := &tenantLimiter{tenant: tenant, lim: rate.NewLimiter(a.tenantRPS, a.tenantBurst)}
 	a.tenants[tenant] = a.lru.PushFront(tl)
 	return tl.lim
+}
+
+// admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
+// Close (ErrClosed), or over a rate limit with on_limit: reject
+// (ErrRejected). degraded is true when q is over a rate limit and must
+// skip the model tiers.
+func (p *Pipeline) admit(ctx context.Context, q tiers.Query) (degraded bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if p.inflight.closed() {
+		return false, ErrClosed
+	}
+	if reason := p.limits.admitNow(ctx, q.Tenant, p.clock); reason != "" {
+		p.emit(Event{Kind: EventRateLimited, Tenant: q.Tenant, Reason: reason})
+		if p.onLimit == OnLimitReject {
+			return false, ErrRejected
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// quotaGuard is admission's guard of a model stage: a question over a
+// rate limit with on_limit: degrade skips it (over_quota).
+type quotaGuard struct{ next guard }
+
+func (g quotaGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	if c.run.degraded {
+		return c.skip(OutcomeQuota)
+	}
+	return g.next.call(ctx, c)
 }

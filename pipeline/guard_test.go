@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -21,20 +22,21 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	r := new(run)
-	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"}, false, time.Now())
+	c := &call{run: r, stage: p.stages[0]}
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
 
-	relA, ok := r.Acquire(ctx, "primary", a)
+	relA, ok := c.Acquire(ctx, "primary", a)
 	if !ok {
 		t.Fatal("a refused")
 	}
-	relB, ok := r.Acquire(ctx, "primary", b) // a is still under way
+	relB, ok := c.Acquire(ctx, "primary", b) // a is still under way
 	if !ok {
 		t.Fatal("b refused")
 	}
 	relB(nil, tiers.Usage{CompletionTokens: 2})
 	relA(&tiers.Error{Kind: tiers.KindServer, Err: errors.New("502")}, tiers.Usage{})
-	relA2, ok := r.Acquire(ctx, "primary", a) // the slot is free again
+	relA2, ok := c.Acquire(ctx, "primary", a) // the slot is free again
 	if !ok {
 		t.Fatal("a refused the second time")
 	}

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/ragfuse/ragfuse/cache"
 )
 
 // ClientConfig configures an OpenAI-compatible client made by NewClient.
@@ -256,31 +254,4 @@ func kindOfStatus(status int, codes []string) Kind {
 	// 404 (unknown model), 405 and the like: a broken endpoint, not the
 	// question's fault.
 	return KindOther
-}
-
-// ClassifyEmbedding returns err, the error of an embedding call to model
-// made through a go-openai client (such as cache.OpenAIEmbedder's), as an
-// *Error of tier "embedding" with the Kinds of a chat call: timeout,
-// connection, server_error, auth, rate_limited (with retryAfter), and
-// malformed or empty for a response without the vectors asked for.
-// ctxErr is the call context's error, if any.
-func ClassifyEmbedding(model string, err, ctxErr error, retryAfter time.Duration) *Error {
-	e := classifyCall("embedding", model, err, ctxErr, retryAfter)
-	if e.Kind == KindOther {
-		switch {
-		case errors.Is(err, cache.ErrNoEmbeddings):
-			e.Kind = KindEmpty
-		case errors.Is(err, cache.ErrEmbeddingShape):
-			e.Kind = KindMalformed
-		}
-	}
-	return e
-}
-
-// WithRetryAfter returns a context for one call through a client made by
-// NewClient, and a function that reports, once the call has returned, the
-// Retry-After of its 429 response (0 if none or unreadable).
-func WithRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
-	c, note := withNote(ctx)
-	return c, func() time.Duration { return note.retryAfter }
 }

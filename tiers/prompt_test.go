@@ -8,6 +8,26 @@ import (
 	"github.com/ragfuse/ragfuse/retrieval"
 )
 
+func TestDetectLanguage(t *testing.T) {
+	for in, want := range map[string]string{"": "en", "How are you": "en", "退货政策是什么": "zh", "iPhone 保修": "zh", "こんにちは": "en"} {
+		if got := DetectLanguage(in); got != want {
+			t.Errorf("DetectLanguage(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestWriteOneLine guards the prompt's title formatting: white space runs
+// become single spaces, ends are trimmed, like strings.Fields joined.
+func TestWriteOneLine(t *testing.T) {
+	for _, s := range []string{"", "  ", "a", " a ", "Returns\n policy", "a\t\tb  c\n", "退货\u3000政策", "x y"} {
+		var b strings.Builder
+		writeOneLine(&b, s)
+		if want := strings.Join(strings.Fields(s), " "); b.String() != want {
+			t.Errorf("writeOneLine(%q) = %q, want %q", s, b.String(), want)
+		}
+	}
+}
+
 // greedyRetriever returns all its documents, however many were asked for.
 type greedyRetriever struct{ docs []retrieval.Doc }
 

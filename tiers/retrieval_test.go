@@ -7,14 +7,6 @@ import (
 	"testing"
 )
 
-func TestDetectLanguage(t *testing.T) {
-	for in, want := range map[string]string{"": "en", "How are you": "en", "退货政策是什么": "zh", "iPhone 保修": "zh", "こんにちは": "en"} {
-		if got := DetectLanguage(in); got != want {
-			t.Errorf("DetectLanguage(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestRetrievalTier(t *testing.T) {
 	ret := &fakeRetriever{docs: testDocs}
 	r := NewRetrieval(RetrievalConfig{Retriever: ret, TopK: 2})
@@ -64,42 +56,5 @@ func TestRetrievalOnceThroughMemo(t *testing.T) {
 	}
 	if ret.calls != 1 {
 		t.Fatalf("retriever called %d times, want 1", ret.calls)
-	}
-}
-
-func TestStaticTier(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	s := NewStatic("", "")
-	a, err := s.Answer(ctx, Query{Question: "服务好吗"})
-	if err != nil || a.Text != DefaultStaticMessage["zh"] || a.Source != SourceStatic || s.Name() != "static" {
-		t.Fatalf("a=%+v err=%v", a, err)
-	}
-	a, _ = s.Answer(ctx, Query{Question: "hello"})
-	if a.Text != DefaultStaticMessage["en"] {
-		t.Fatalf("en: %q", a.Text)
-	}
-	a, _ = NewStatic("s", "call us").Answer(ctx, Query{Question: "服务"})
-	if a.Text != "call us" {
-		t.Fatalf("configured: %q", a.Text)
-	}
-}
-
-func TestErrorMessage(t *testing.T) {
-	e := &Error{Kind: KindServer, Tier: "primary", Model: "m", Status: 503, Err: errors.New("down")}
-	if got := e.Error(); got != "tiers: primary (m): server_error (HTTP 503): down" {
-		t.Fatalf("Error() = %q", got)
-	}
-}
-
-// TestWriteOneLine guards the prompt's title formatting: white space runs
-// become single spaces, ends are trimmed, like strings.Fields joined.
-func TestWriteOneLine(t *testing.T) {
-	for _, s := range []string{"", "  ", "a", " a ", "Returns\n policy", "a\t\tb  c\n", "退货\u3000政策", "x y"} {
-		var b strings.Builder
-		writeOneLine(&b, s)
-		if want := strings.Join(strings.Fields(s), " "); b.String() != want {
-			t.Errorf("writeOneLine(%q) = %q, want %q", s, b.String(), want)
-		}
 	}
 }
