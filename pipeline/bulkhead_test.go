@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,37 @@ import (
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
+
+func TestBulkheadRejects(t *testing.T) {
+	fn, entered, release := gate("slow")
+	slow := tier("primary", tiers.SourcePrimary, fn)
+	rec := &recorder{}
+	p, _ := newTestPipeline(t, Options{Observer: rec, Tiers: []Stage{
+		{Tier: slow, Bulkhead: &BulkheadConfig{MaxConcurrent: 1, MaxQueue: 1, QueueTimeout: 20 * time.Millisecond}},
+		{Tier: tier("static", tiers.SourceStatic, answers("sorry"))}}})
+
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if res := ask(t, p, "first"); res.Text != "slow" {
+			t.Errorf("first = %+v", res)
+		}
+	}()
+	<-entered
+	res := ask(t, p, "second") // queues, times out after 20ms
+	close(release)
+	wg.Wait()
+	if got := outcomes(res); !slices.Equal(got, []string{"primary:bulkhead_full", "static:success"}) {
+		t.Fatalf("attempts = %v", got)
+	}
+	if ev := rec.kinds(EventBulkheadRejected); len(ev) != 1 || ev[0].Tier != "primary" {
+		t.Fatalf("bulkhead events = %+v", ev)
+	}
+	if st := p.Status().Bulkheads; len(st) != 1 || st[0].Rejected != 1 || st[0].InFlight != 0 || st[0].MaxConcurrent != 1 {
+		t.Fatalf("status = %+v", st)
+	}
+}
 
 // TestBulkheadCallerLeavesQueue: a caller that goes away while waiting in
 // a bulkhead's queue was not turned away by the bulkhead: no

@@ -2,7 +2,9 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +12,47 @@ import (
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
+
+func TestIgnoredKindsDoNotTrip(t *testing.T) {
+	for _, k := range []tiers.Kind{tiers.KindRateLimited, tiers.KindContextLength, tiers.KindContentFilter,
+		tiers.KindBadRequest, tiers.KindMiss, tiers.KindNoDocs, tiers.KindUnavailable} {
+		t.Run(string(k), func(t *testing.T) {
+			p, _ := newTestPipeline(t, Options{Tiers: []Stage{{Tier: tier("t", tiers.SourcePrimary, fails(k))},
+				{Tier: tier("s", tiers.SourceStatic, answers("x"))}}})
+			for range 5 {
+				ask(t, p, "q")
+			}
+			if st := p.Breakers().Get("tier/t").State(); st != breaker.StateClosed {
+				t.Fatalf("state = %v", st)
+			}
+		})
+	}
+}
+
+// TestDescribeHidesURLSecrets: an Attempt's Error names the endpoint of a
+// failed connection, without the password or query of its URL (net/http
+// hides only the password).
+func TestDescribeHidesURLSecrets(t *testing.T) {
+	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost,
+		"http://user:pw-secret@127.0.0.1:1/v1/chat/completions?api-key=sk-secret#frag", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = http.DefaultClient.Do(req)
+	if err == nil {
+		t.Fatal("a call to port 1 succeeded")
+	}
+	got := describe(&tiers.Error{Kind: tiers.KindConnection, Err: err})
+	if strings.Contains(got, "secret") || strings.Contains(got, "frag") {
+		t.Errorf("describe = %q: it shows a secret of the URL", got)
+	}
+	if !strings.HasPrefix(got, "Post http://127.0.0.1:1/v1/chat/completions: ") || !strings.Contains(got, "refused") {
+		t.Errorf("describe = %q, want the method, the endpoint and the cause", got)
+	}
+	if got := describe(errors.New("plain")); got != "plain" {
+		t.Errorf("describe(plain) = %q", got)
+	}
+}
 
 // TestCallerDeadlineIgnoredByModelBreaker: a model call cut short because
 // the caller's own deadline passed is the caller going away: neither the
