@@ -101,10 +101,10 @@ func BenchmarkUpstream(b *testing.B) {
 	// ratio on the machine, with no overhead to measure.
 	b.Run("paired-same", func(b *testing.B) { pairUpstream(b, callBare, callBare) })
 	// paired-client pairs the bare call with the same call through the
-	// llm tier's client (tiers.NewClient over the same http.Client), which
-	// sends through the Transport and spares Client.Do's bookkeeping;
-	// paired-guards pairs that call with the question through the
-	// pipeline: the pipeline's own cost, over the same client.
+	// llm tier's client (tiers.NewClient over the same http.Client, which
+	// also records the Retry-After of a 429); paired-guards pairs that
+	// call with the question through the pipeline: the pipeline's own
+	// cost, over the same client.
 	viaClient := func(b *testing.B) {
 		if _, err := client.CreateChatCompletion(ctx, req); err != nil {
 			b.Fatal(err)

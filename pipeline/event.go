@@ -75,9 +75,3 @@ type Event struct {
 type Observer interface {
 	Observe(e Event)
 }
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(e Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }

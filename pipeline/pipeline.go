@@ -30,12 +30,11 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultRequestTimeout = 12 * time.Second
+	defaultRequestTimeout = 12 * time.Second
 	DefaultCooldown       = 10 * time.Second
 )
 
-// Stage is one tier of a pipeline with its guards: the programmatic form of
-// a TierConfig.
+// Stage is one tier of a pipeline with the settings of its guards.
 type Stage struct {
 	Tier tiers.Tier
 	// Timeout bounds one call of the tier; 0 means only the request's
@@ -73,7 +72,7 @@ type KnowledgeBase interface {
 type Options struct {
 	Tiers []Stage
 	// RequestTimeout is the overall deadline of a question (a shorter
-	// deadline on Ask's context wins); default DefaultRequestTimeout.
+	// deadline on Ask's context wins); default 12s.
 	RequestTimeout time.Duration
 	// Clock tells the time of breakers, cooldowns and rate limits; nil
 	// means clock.System. Call timeouts run on real time.
@@ -177,7 +176,7 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, errors.New("pipeline: no tiers")
 	}
 	p := &Pipeline{
-		timeout:     cmp.Or(max(opts.RequestTimeout, 0), DefaultRequestTimeout),
+		timeout:     cmp.Or(max(opts.RequestTimeout, 0), defaultRequestTimeout),
 		clock:       opts.Clock,
 		breakers:    opts.Breakers,
 		models:      map[string]*breaker.Breaker{},

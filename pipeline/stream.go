@@ -86,9 +86,9 @@ type StreamConfig struct {
 	ContinuePrompt string
 }
 
-// InterruptedNote holds, by language, the note that ends an interrupted
+// interruptedNote holds, by language, the note that ends an interrupted
 // answer. The question's language picks it (tiers.DetectLanguage).
-var InterruptedNote = map[string]string{
+var interruptedNote = map[string]string{
 	"zh": "回答生成中断，内容可能不完整。",
 	"en": "The answer was interrupted and may be incomplete.",
 }
@@ -249,7 +249,7 @@ func (sr *streamRun) done(r *run, s *stage, a tiers.Answer) (*Result, error) {
 func (sr *streamRun) interrupted(r *run) (*Result, error) {
 	a := *sr.partial
 	a.Interrupted = true
-	if err := sr.send(StreamEvent{Kind: StreamNote, Text: InterruptedNote[tiers.DetectLanguage(r.q.Question)]}); err != nil {
+	if err := sr.send(StreamEvent{Kind: StreamNote, Text: interruptedNote[tiers.DetectLanguage(r.q.Question)]}); err != nil {
 		return nil, err
 	}
 	return sr.end(r.answered(a, false))

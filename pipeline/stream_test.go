@@ -364,7 +364,7 @@ func TestStreamContinueFailsThenNotes(t *testing.T) {
 	if got := ev.summary(); got != brokeNote {
 		t.Fatalf("events %s", got)
 	}
-	if ev.list[4].Text != InterruptedNote["en"] || !res.Interrupted || res.Source != tiers.SourcePrimary {
+	if ev.list[4].Text != interruptedNote["en"] || !res.Interrupted || res.Source != tiers.SourcePrimary {
 		t.Fatalf("note %q, result %+v", ev.list[4].Text, res)
 	}
 	if r.modelCounts(streamB) != "1/1" || r.srv.Stats(streamB).StreamCalls != 1 {
@@ -396,7 +396,7 @@ func TestStreamChineseNote(t *testing.T) {
 	if _, err := r.p.Stream(context.Background(), tiers.Query{Tenant: "t", Question: "怎么退货？"}, ev.add); err != nil {
 		t.Fatal(err)
 	}
-	if n := ev.list[len(ev.list)-2]; n.Kind != StreamNote || n.Text != InterruptedNote["zh"] {
+	if n := ev.list[len(ev.list)-2]; n.Kind != StreamNote || n.Text != interruptedNote["zh"] {
 		t.Fatalf("note %+v", n)
 	}
 }
@@ -582,7 +582,7 @@ func TestStreamBreakAfterCommitTime(t *testing.T) {
 	if got := ev.summary(); got != brokeNoteHeld {
 		t.Fatalf("events\n got %s\nwant %s\n(attempts %v)", got, brokeNoteHeld, outcomes(res))
 	}
-	if n := ev.list[2]; n.Text != InterruptedNote["en"] || !res.Interrupted || res.Text != ev.text() || res.Source != "primary" {
+	if n := ev.list[2]; n.Text != interruptedNote["en"] || !res.Interrupted || res.Text != ev.text() || res.Source != "primary" {
 		t.Fatalf("note %q, result %+v", n.Text, res)
 	}
 	if got, want := outcomes(res), []string{"cache:miss", "primary/a:interrupted"}; !slices.Equal(got, want) {

@@ -35,100 +35,118 @@ func tokens(text string) []string {
 // terms are substrings of text, so indexing them allocates nothing; emit
 // must copy a term it keeps past the call if it cares.
 func eachToken(text string, emit func(string)) {
-	var (
-		wordStart = -1    // byte offset of the current letter/digit run
-		wordFold  = false // the run needs lowercasing or full-width folding
-		hanOff    []int   // byte offsets of the current CJK run's runes, plus its end
-		contOff   []int   // byte offsets of the current Thai-like run's characters, plus its end
-	)
-	flushWord := func(end int) {
-		if wordStart < 0 {
-			return
-		}
-		w := text[wordStart:end]
-		wordStart = -1
-		if wordFold {
-			w = foldWord(w)
-		}
-		if i := strings.IndexAny(w, "'’"); i >= 0 { // don't -> don, shop's -> shop
-			w = w[:i]
-		}
-		if t := englishTerm(w); t != "" {
-			emit(t)
-		}
-	}
-	flushHan := func(end int) {
-		if len(hanOff) == 0 {
-			return
-		}
-		hanOff = append(hanOff, end)
-		for i := 0; i+1 < len(hanOff); i++ {
-			if r, _ := utf8.DecodeRuneInString(text[hanOff[i]:]); !hanStop[r] {
-				emit(text[hanOff[i]:hanOff[i+1]])
-			}
-			if i+2 < len(hanOff) && !stopPair(text[hanOff[i]:hanOff[i+2]]) {
-				emit(text[hanOff[i]:hanOff[i+2]])
-			}
-		}
-		hanOff = hanOff[:0]
-	}
-	flushCont := func(end int) {
-		if len(contOff) == 0 {
-			return
-		}
-		contOff = append(contOff, end)
-		if len(contOff) == 2 {
-			emit(text[contOff[0]:end])
-		}
-		for i := 0; i+2 < len(contOff); i++ {
-			emit(text[contOff[i]:contOff[i+2]])
-		}
-		contOff = contOff[:0]
-	}
+	t := tokenizer{text: text, emit: emit, wordStart: -1}
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
-		if full {
-			r -= 0xFEE0
-		}
-		switch {
-		case isCJK(r):
-			flushWord(i)
-			flushCont(i)
-			hanOff = append(hanOff, i)
-		case isContinuous(r):
-			if len(contOff) > 0 && unicode.Is(unicode.Mark, r) {
-				break // a vowel sign or tone mark: part of the character before it
-			}
-			flushWord(i)
-			flushHan(i)
-			if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
-				contOff = append(contOff, i)
-			} else {
-				flushCont(i) // a sign such as ฯ, ๆ or ๏: a separator
-			}
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushHan(i)
-			flushCont(i)
-			if wordStart < 0 {
-				wordStart, wordFold = i, false
-			}
-			if full || r >= utf8.RuneSelf || ('A' <= r && r <= 'Z') {
-				wordFold = true
-			}
-		case (r == '\'' || r == '’') && wordStart >= 0:
-		case wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
-			wordFold = true // "रिफंड" is one word, not र, फ and ड
-		default:
-			flushWord(i)
-			flushHan(i)
-			flushCont(i)
-		}
+		t.take(i, r)
 		i += n
 	}
-	flushWord(len(text))
-	flushHan(len(text))
-	flushCont(len(text))
+	t.flushWord(len(text))
+	t.flushHan(len(text))
+	t.flushCont(len(text))
+}
+
+// tokenizer is eachToken's state: the runs of text under way.
+type tokenizer struct {
+	text      string
+	emit      func(string)
+	wordStart int   // byte offset of the current letter/digit run; -1: none
+	wordFold  bool  // the run needs lowercasing or full-width folding
+	hanOff    []int // byte offsets of the current CJK run's runes, plus its end
+	contOff   []int // byte offsets of the current Thai-like run's characters, plus its end
+}
+
+// take adds r, the rune at byte offset i, to its run, ending the runs it
+// does not belong to.
+func (t *tokenizer) take(i int, r rune) {
+	full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
+	if full {
+		r -= 0xFEE0
+	}
+	switch {
+	case isCJK(r):
+		t.flushWord(i)
+		t.flushCont(i)
+		t.hanOff = append(t.hanOff, i)
+	case isContinuous(r):
+		if len(t.contOff) > 0 && unicode.Is(unicode.Mark, r) {
+			break // a vowel sign or tone mark: part of the character before it
+		}
+		t.flushWord(i)
+		t.flushHan(i)
+		if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
+			t.contOff = append(t.contOff, i)
+		} else {
+			t.flushCont(i) // a sign such as ฯ, ๆ or ๏: a separator
+		}
+	case unicode.IsLetter(r) || unicode.IsDigit(r):
+		t.flushHan(i)
+		t.flushCont(i)
+		if t.wordStart < 0 {
+			t.wordStart, t.wordFold = i, false
+		}
+		if full || r >= utf8.RuneSelf || ('A' <= r && r <= 'Z') {
+			t.wordFold = true
+		}
+	case (r == '\'' || r == '’') && t.wordStart >= 0:
+	case t.wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
+		t.wordFold = true // "रिफंड" is one word, not र, फ and ड
+	default:
+		t.flushWord(i)
+		t.flushHan(i)
+		t.flushCont(i)
+	}
+}
+
+// flushWord emits the term of the letter/digit run ending at end, if any.
+func (t *tokenizer) flushWord(end int) {
+	if t.wordStart < 0 {
+		return
+	}
+	w := t.text[t.wordStart:end]
+	t.wordStart = -1
+	if t.wordFold {
+		w = foldWord(w)
+	}
+	if i := strings.IndexAny(w, "'’"); i >= 0 { // don't -> don, shop's -> shop
+		w = w[:i]
+	}
+	if term := englishTerm(w); term != "" {
+		t.emit(term)
+	}
+}
+
+// flushHan emits the characters and bigrams of the CJK run ending at end.
+func (t *tokenizer) flushHan(end int) {
+	if len(t.hanOff) == 0 {
+		return
+	}
+	off, text := append(t.hanOff, end), t.text
+	for i := 0; i+1 < len(off); i++ {
+		if r, _ := utf8.DecodeRuneInString(text[off[i]:]); !hanStop[r] {
+			t.emit(text[off[i]:off[i+1]])
+		}
+		if i+2 < len(off) && !stopPair(text[off[i]:off[i+2]]) {
+			t.emit(text[off[i]:off[i+2]])
+		}
+	}
+	t.hanOff = off[:0]
+}
+
+// flushCont emits the character pairs of the Thai-like run ending at end
+// (its one character, if it has only one).
+func (t *tokenizer) flushCont(end int) {
+	if len(t.contOff) == 0 {
+		return
+	}
+	off := append(t.contOff, end)
+	if len(off) == 2 {
+		t.emit(t.text[off[0]:end])
+	}
+	for i := 0; i+2 < len(off); i++ {
+		t.emit(t.text[off[i]:off[i+2]])
+	}
+	t.contOff = off[:0]
 }
 
 // isContinuous reports whether r belongs to a script written without

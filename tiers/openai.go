@@ -89,14 +89,14 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 	return res, err
 }
 
-// MaxRetryAfter caps the wait a Retry-After asks for: a provider whose
+// maxRetryAfter caps the wait a Retry-After asks for: a provider whose
 // quota is spent for days is cooled down this long, then tried again.
-const MaxRetryAfter = 24 * time.Hour
+const maxRetryAfter = 24 * time.Hour
 
 // parseRetryAfter reads a Retry-After header given in seconds or as an
 // HTTP date; a date is taken relative to the response's Date header, so
 // no local clock is involved, or to the time of receipt when the response
-// has no readable Date (RFC 9110). A longer wait than MaxRetryAfter is cut
+// has no readable Date (RFC 9110). A longer wait than maxRetryAfter is cut
 // to it. It returns 0 when absent or unreadable.
 func parseRetryAfter(h http.Header) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -107,7 +107,7 @@ func parseRetryAfter(h http.Header) time.Duration {
 		if !(secs > 0) || math.IsInf(secs, 1) { // NaN too
 			return 0
 		}
-		return time.Duration(min(secs, MaxRetryAfter.Seconds()) * float64(time.Second))
+		return time.Duration(min(secs, maxRetryAfter.Seconds()) * float64(time.Second))
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
@@ -118,7 +118,7 @@ func parseRetryAfter(h http.Header) time.Duration {
 		now = time.Now()
 	}
 	if d := at.Sub(now); d > 0 {
-		return min(d, MaxRetryAfter)
+		return min(d, maxRetryAfter)
 	}
 	return 0
 }

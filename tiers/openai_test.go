@@ -90,18 +90,18 @@ func TestParseRetryAfterEdges(t *testing.T) {
 	}
 }
 
-// A Retry-After longer than MaxRetryAfter, in seconds or as a date, cools
-// the model down for MaxRetryAfter, not for the short default cooldown.
+// A Retry-After longer than maxRetryAfter, in seconds or as a date, cools
+// the model down for maxRetryAfter, not for the short default cooldown.
 func TestParseRetryAfterCapped(t *testing.T) {
 	for _, v := range []string{"90000", "172800", "1e12"} {
-		if d := parseRetryAfter(http.Header{"Retry-After": {v}}); d != MaxRetryAfter {
-			t.Errorf("Retry-After %q: %v, want %v", v, d, MaxRetryAfter)
+		if d := parseRetryAfter(http.Header{"Retry-After": {v}}); d != maxRetryAfter {
+			t.Errorf("Retry-After %q: %v, want %v", v, d, maxRetryAfter)
 		}
 	}
 	h := http.Header{"Date": {time.Now().UTC().Format(http.TimeFormat)},
 		"Retry-After": {time.Now().Add(48 * time.Hour).UTC().Format(http.TimeFormat)}}
-	if d := parseRetryAfter(h); d != MaxRetryAfter {
-		t.Errorf("Retry-After 48h ahead: %v, want %v", d, MaxRetryAfter)
+	if d := parseRetryAfter(h); d != maxRetryAfter {
+		t.Errorf("Retry-After 48h ahead: %v, want %v", d, maxRetryAfter)
 	}
 	if d := parseRetryAfter(http.Header{"Retry-After": {"7200"}}); d != 2*time.Hour {
 		t.Errorf("Retry-After 7200: %v, want 2h", d)
