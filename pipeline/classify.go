@@ -54,10 +54,7 @@ func (classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 		}
 		r.p.emit(Event{Kind: EventCache, Tenant: q.Tenant, Tier: s.name, Reason: reason})
 	}
-	r.mu.Lock()
-	reported := c.reported
-	r.mu.Unlock()
-	if reported == 0 {
+	if c.reported.Load() == 0 {
 		at := Attempt{Tier: s.name, Outcome: OutcomeSuccess, Duration: c.elapsed, Model: a.Model, Usage: a.Usage}
 		if err != nil {
 			var te *tiers.Error

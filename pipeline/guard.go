@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/ragfuse/ragfuse/tiers"
@@ -34,7 +35,7 @@ type call struct {
 
 	kind     tiers.Kind    // the call's classified outcome; "" for a success
 	elapsed  time.Duration // the tier call's time
-	reported int           // the candidate attempts the tier reported through Acquire; guarded by run.mu
+	reported atomic.Int32  // the candidate attempts the tier reported through Acquire
 }
 
 // compose returns the guards of s, outermost first, in the order the

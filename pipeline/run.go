@@ -80,10 +80,10 @@ func (r *run) record(a Attempt) { r.settle(nil, nil, a) }
 // attempts if c is not nil, and empties candidate call cc, if not nil,
 // for the next one, under one lock.
 func (r *run) settle(c *call, cc *candidateCall, a Attempt) {
-	r.mu.Lock()
 	if c != nil {
-		c.reported++
+		c.reported.Add(1)
 	}
+	r.mu.Lock()
 	if cc != nil {
 		*cc = candidateCall{}
 	}
@@ -154,7 +154,9 @@ func (r *run) descend() (*Result, error) {
 // did not let the call through.
 func (r *run) try(s *stage) (tiers.Answer, error) {
 	c := &r.call
-	*c = call{run: r, stage: s, sr: r.stream.request(s)}
+	c.run, c.stage, c.sr = r, s, r.stream.request(s)
+	c.kind, c.elapsed = "", 0
+	c.reported.Store(0)
 	return s.guard.call(r.caller, c)
 }
 
