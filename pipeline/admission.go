@@ -129,12 +129,15 @@ func (p *Pipeline) admit(ctx context.Context, q tiers.Query) (degraded bool, err
 	return false, nil
 }
 
-// quotaGuard is admission's guard of a model stage: a question over a
-// rate limit with on_limit: degrade skips it (over_quota).
-type quotaGuard struct{ next guard }
+// quotaGuard is admission's guard of a model stage (on): a question over
+// a rate limit with on_limit: degrade skips it (over_quota).
+type quotaGuard struct {
+	on   bool
+	next budgetGuard
+}
 
-func (g quotaGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
-	if c.run.degraded {
+func (g *quotaGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	if g.on && c.degraded {
 		return c.skip(OutcomeQuota)
 	}
 	return g.next.call(ctx, c)

@@ -15,7 +15,7 @@ import (
 type breakerGuard struct {
 	b          *breaker.Breaker
 	lastResort bool
-	next       guard
+	next       bulkheadGuard
 }
 
 func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {

@@ -51,9 +51,9 @@ func (b budget) left(s *stage, now time.Time) time.Duration {
 // budgetGuard gives the call its time limit out of the question's budget
 // and skips the stage (budget_exhausted) when no time is left for it. The
 // last stage is called whatever is left.
-type budgetGuard struct{ next guard }
+type budgetGuard struct{ next breakerGuard }
 
-func (g budgetGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+func (g *budgetGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	if !c.startAt(time.Now()) {
 		return c.skip(OutcomeBudgetExhausted)
 	}
@@ -64,6 +64,6 @@ func (g budgetGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
 // budget. It reports false when no time is left and the stage is not the
 // last.
 func (c *call) startAt(now time.Time) bool {
-	c.start, c.limit = now, c.run.budget.limit(c.stage, now)
+	c.start, c.limit = now, c.budget.limit(c.stage, now)
 	return c.limit > 0 || c.stage.last
 }

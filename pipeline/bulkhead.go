@@ -61,7 +61,8 @@ func (b *bulkhead) release() { <-b.sem }
 // reject counts a call the bulkhead turned away.
 func (b *bulkhead) reject() { b.rejected.Add(1) }
 
-// bulkheadGuard takes a slot of the stage's bulkhead for the call,
+// bulkheadGuard takes a slot of the stage's bulkhead, if it has one
+// (b), for the call,
 // waiting in its queue no longer than its queue timeout and the time the
 // budget leaves to the stage (not the call's time limit: the call has not
 // started). Turned away, the stage is skipped (bulkhead_full); a caller
@@ -69,11 +70,14 @@ func (b *bulkhead) reject() { b.rejected.Add(1) }
 // starts when it leaves the queue, with its limit taken again then: a
 // call whose budget ran out in the queue is skipped (budget_exhausted).
 type bulkheadGuard struct {
-	b    *bulkhead
-	next guard
+	b    *bulkhead // nil: no bulkhead
+	next timeLimit
 }
 
 func (g *bulkheadGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	if g.b == nil {
+		return g.next.call(ctx, c)
+	}
 	if !g.enter(ctx, c) {
 		return tiers.Answer{}, errSkipped
 	}
@@ -86,7 +90,7 @@ func (g *bulkheadGuard) call(ctx context.Context, c *call) (tiers.Answer, error)
 
 // enter takes a slot for c, or records why not.
 func (g *bulkheadGuard) enter(ctx context.Context, c *call) bool {
-	ok := g.b.acquire(ctx, c.run.budget.left(c.stage, c.start))
+	ok := g.b.acquire(ctx, c.budget.left(c.stage, c.start))
 	switch {
 	case ok:
 	case callerGone(ctx):
@@ -95,7 +99,7 @@ func (g *bulkheadGuard) enter(ctx context.Context, c *call) bool {
 		c.run.record(Attempt{Tier: c.stage.name, Outcome: string(tiers.KindCanceled), Duration: time.Since(c.start)})
 	default:
 		g.b.reject()
-		c.run.p.emit(Event{Kind: EventBulkheadRejected, Tenant: c.run.q.Tenant, Tier: c.stage.name})
+		c.run.p.emit(Event{Kind: EventBulkheadRejected, Tenant: c.q.Tenant, Tier: c.stage.name})
 		c.skip(OutcomeBulkheadFull)
 	}
 	return ok

@@ -13,22 +13,33 @@ import (
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
-var _ tiers.CandidateGuard = (*call)(nil)
+// candidateGuard is the tiers.CandidateGuard of one stage call (see
+// Acquire): the tier's model candidates go through it. The run holds the
+// one of the call under way; it counts the candidate attempts the tier
+// reported, so that the call records an attempt of its own only when the
+// tier reported none.
+type candidateGuard struct {
+	run      *run
+	stage    *stage
+	reported atomic.Int32
+}
+
+var _ tiers.CandidateGuard = (*candidateGuard)(nil)
 
 // Acquire implements tiers.CandidateGuard for the model candidates of the
-// call's tier: a candidate cooling down after a 429 or with an open
+// stage's tier: a candidate cooling down after a 429 or with an open
 // breaker "model/<id>" is skipped (and the skip recorded); otherwise the
 // release reports the outcome to the candidate's breaker, starts a
 // cooldown on 429 and records the attempt.
-func (c *call) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
-	r, p := c.run, c.run.p
+func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+	r, p := g.run, g.run.p
 	if p.cool.active(m.ID, p.clock.Now) {
-		r.settle(c, nil, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeCoolingDown})
+		r.settle(g, nil, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeCoolingDown})
 		return nil, false
 	}
 	b := p.models[m.ID]
 	if b == nil { // a candidate New did not see: the stage's settings
-		b = p.breakers.GetWith("model/"+m.ID, p.breakerConfig(c.stage.Breaker))
+		b = p.breakers.GetWith("model/"+m.ID, p.breakerConfig(g.stage.Breaker))
 	}
 	// The candidates of a run are called one after another: the run's
 	// slot holds the call under way, and its release is made once per
@@ -42,10 +53,10 @@ func (c *call) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(
 	r.mu.Unlock()
 	var err error
 	if cc.permit, err = b.Allow(); err != nil {
-		r.settle(c, cc, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeBreakerOpen})
+		r.settle(g, cc, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeBreakerOpen})
 		return nil, false
 	}
-	cc.call, cc.tier, cc.id, cc.cooldown, cc.t0 = c, tier, m.ID, m.Cooldown, time.Now()
+	cc.guard, cc.tier, cc.id, cc.cooldown, cc.t0 = g, tier, m.ID, m.Cooldown, time.Now()
 	if cc != &r.cand {
 		return func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
 	}
@@ -58,7 +69,7 @@ func (c *call) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(
 // candidateCall is a model candidate call under way.
 type candidateCall struct {
 	busy     bool
-	call     *call // the stage call it belongs to
+	guard    *candidateGuard // of the stage call it belongs to
 	permit   breaker.Permit
 	tier, id string
 	cooldown time.Duration
@@ -82,7 +93,7 @@ func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
 	if kind == tiers.KindRateLimited {
 		r.p.coolDown(cc.id, err, cc.cooldown)
 	}
-	r.settle(cc.call, cc, at)
+	r.settle(cc.guard, cc, at)
 }
 
 // coolDown starts the cooldown of model id after its 429 err: the

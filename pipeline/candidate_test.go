@@ -25,8 +25,9 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	r := new(run)
-	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"}, false, time.Now())
-	c := &call{run: r, stage: p.stages[0]}
+	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	c := &r.guard
+	c.stage = p.stages[0]
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
 
 	relA, ok := c.Acquire(ctx, "primary", a)

@@ -28,8 +28,8 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 }
 
 // classifier is the innermost guard: it calls the stage's tier (to
-// stream, with the call's stream request, if it can) with the call as the
-// tier's candidate guard, and classifies the outcome before the guards
+// stream, with the call's stream request, if it can) with the call's
+// candidate guard, and classifies the outcome before the guards
 // around it hear it. A failure while the caller is gone is KindCanceled:
 // not the tier's fault. It reports the lookups of cache tiers
 // (EventCache), records the stage's attempt unless the tier reported
@@ -37,10 +37,10 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 // answer that names none.
 type classifier struct{}
 
-func (classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
+func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	r, s := c.run, c.stage
-	q := r.q
-	q.Guard = c
+	q := c.q
+	q.Guard = c.guard
 	a, err := callTier(ctx, s.Tier, q, c.sr)
 	c.elapsed = time.Since(c.start)
 	c.kind = tiers.KindOf(err)
@@ -54,7 +54,7 @@ func (classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 		}
 		r.p.emit(Event{Kind: EventCache, Tenant: q.Tenant, Tier: s.name, Reason: reason})
 	}
-	if c.reported.Load() == 0 {
+	if c.guard.reported.Load() == 0 {
 		at := Attempt{Tier: s.name, Outcome: OutcomeSuccess, Duration: c.elapsed, Model: a.Model, Usage: a.Usage}
 		if err != nil {
 			var te *tiers.Error

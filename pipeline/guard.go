@@ -3,56 +3,51 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
-// A guard is one protection of a stage's call. Guards wrap each other the
-// way middleware wraps a handler: call passes c on to the next guard, the
-// call of the tier innermost, and hears how it went. A guard that does not
-// let the call through records the attempt and returns errSkipped.
-type guard interface {
-	call(ctx context.Context, c *call) (tiers.Answer, error)
-}
+// A stage's call goes through its guards, outermost first, in the order
+// the package doc writes. Each guard is a type of its own file whose call
+// method does its part and calls the next guard, the way middleware wraps
+// a handler, and hears how the call went; the last one, the classifier,
+// calls the tier. compose builds the chain of a stage once, in New. A
+// guard that does not let the call through records the attempt and
+// returns errSkipped.
+//
+// The guards are concrete types held by value, not interfaces, so that a
+// call lives on the stack of the goroutine that asked: a question
+// allocates its run, not a call per stage.
 
 // errSkipped is returned by a guard that did not let the call through; the
 // stage loop goes on to the next stage. It never leaves the package.
 var errSkipped = errors.New("pipeline: stage skipped")
 
 // call is one call of a stage through its guards: what the guards are
-// given, and what they learn of it on the way in and out. ctx travels
-// beside it, each guard passing on the context the next one gets. A call
-// is the stage's tiers.CandidateGuard (see Acquire).
+// given (the question, the stage, the stream request), and what they
+// learn of it on the way in and out (the time limit, the classified
+// outcome). ctx travels beside it, each guard passing on the context the
+// next one gets.
 type call struct {
-	run   *run
-	stage *stage
-	sr    *tiers.StreamRequest // set: the tier streams its answer (tiers.StreamTier)
+	question // a copy: a pointer into the loop's frame would move it to the heap
+	stage    *stage
+	guard    *candidateGuard      // the tier's candidate guard for this call
+	sr       *tiers.StreamRequest // set: the tier streams its answer (tiers.StreamTier)
 
 	start time.Time     // the call's time starts: the guards on, or when it left the bulkhead's queue
 	limit time.Duration // the call's time limit, from start
 
-	kind     tiers.Kind    // the call's classified outcome; "" for a success
-	elapsed  time.Duration // the tier call's time
-	reported atomic.Int32  // the candidate attempts the tier reported through Acquire
+	kind    tiers.Kind    // the call's classified outcome; "" for a success
+	elapsed time.Duration // the tier call's time
 }
 
 // compose returns the guards of s, outermost first, in the order the
 // package doc writes: quota (model stages), budget, breaker, bulkhead
 // (when configured), time limit, and the classified call of the tier.
-func compose(s *stage) guard {
-	var g guard = classifier{}
-	g = timeLimit{next: g}
-	if s.bulk != nil {
-		g = &bulkheadGuard{b: s.bulk, next: g}
-	}
-	g = &breakerGuard{b: s.breaker, lastResort: s.lastResort, next: g}
-	g = budgetGuard{next: g}
-	if s.Model {
-		g = quotaGuard{next: g}
-	}
-	return g
+func compose(s *stage) quotaGuard {
+	return quotaGuard{on: s.Model, next: budgetGuard{next: breakerGuard{b: s.breaker, lastResort: s.lastResort,
+		next: bulkheadGuard{b: s.bulk}}}}
 }
 
 // skip records that the call did not happen, and why.

@@ -159,8 +159,8 @@ type stage struct {
 	// through a shared store would otherwise turn every failure into
 	// ErrExhausted).
 	lastResort bool
-	last       bool  // the last stage, called whatever the budget leaves
-	guard      guard // the outermost of the stage's guards
+	last       bool       // the last stage, called whatever the budget leaves
+	guard      quotaGuard // the outermost of the stage's guards (see compose)
 }
 
 // docsWanter is a tier that retrieves documents: the Memo retrieves the

@@ -36,8 +36,9 @@ func (p *Pipeline) lead(ctx context.Context, r *run, q tiers.Query, degraded boo
 		return nil, ErrClosed
 	}
 	defer p.inflight.leave()
-	p.startRun(r, ctx, q, degraded, start)
-	return r.descend()
+	qn := question{run: r, ctx: ctx, budget: p.newBudget(ctx, start), degraded: degraded}
+	qn.q = p.startRun(r, ctx, q)
+	return qn.descend()
 }
 
 // aborted, deferred, turns a panic of the pipeline's own code into the
@@ -48,16 +49,17 @@ func aborted(res **Result, err *error) {
 	}
 }
 
-// run is one question's way down the stages. The attempts are guarded by
-// mu because a tier may report candidate attempts from its own goroutines.
+// run is what of one question outlives its stage loop or is shared with
+// the tiers: the attempts, the result, the candidate guard and the Memo,
+// allocated together. The attempts are guarded by mu because a tier may
+// report candidate attempts from its own goroutines.
 type run struct {
-	p        *Pipeline
-	caller   context.Context // the question's context, as the caller gave it
-	q        tiers.Query     // the question, with its Memo
-	degraded bool            // over a rate limit: the model stages are skipped
-	budget   budget
-	stream   *streamRun // the streaming hook; nil for Ask
-	res      Result     // the result, allocated with the run
+	p      *Pipeline
+	caller context.Context // the question's context, as the caller gave it
+	tenant string
+	stream *streamRun     // the streaming hook; nil for Ask
+	guard  candidateGuard // the candidate guard of the stage call under way
+	res    Result         // the result
 
 	mu       sync.Mutex
 	attempts []Attempt // backed by buf while it fits
@@ -65,23 +67,30 @@ type run struct {
 	cand     candidateCall // the candidate call under way, if any
 	release  func(error, tiers.Usage)
 
-	// Allocated with the run: the stage call under way and the question's
-	// Memo.
-	call call
-	memo tiers.Memo
-
+	memo   tiers.Memo
 	flight flight // the run's flight, when its caller leads one
+}
+
+// question is one question on its way down the stages, as the stage loop
+// and the guards see it. It lives on the stack of the goroutine that
+// asked.
+type question struct {
+	run      *run
+	ctx      context.Context // the caller's
+	q        tiers.Query     // with its Memo
+	budget   budget
+	degraded bool // over a rate limit: the model stages are skipped
 }
 
 // record records attempt a.
 func (r *run) record(a Attempt) { r.settle(nil, nil, a) }
 
-// settle records attempt a, counting it as one of call c's candidate
-// attempts if c is not nil, and empties candidate call cc, if not nil,
-// for the next one, under one lock.
-func (r *run) settle(c *call, cc *candidateCall, a Attempt) {
-	if c != nil {
-		c.reported.Add(1)
+// settle records attempt a, counting it as one of the candidate attempts
+// reported through guard g if g is not nil, and empties candidate call
+// cc, if not nil, for the next one.
+func (r *run) settle(g *candidateGuard, cc *candidateCall, a Attempt) {
+	if g != nil {
+		g.reported.Add(1)
 	}
 	r.mu.Lock()
 	if cc != nil {
@@ -89,14 +98,14 @@ func (r *run) settle(c *call, cc *candidateCall, a Attempt) {
 	}
 	r.attempts = append(r.attempts, a)
 	r.mu.Unlock()
-	r.p.emit(Event{Kind: EventAttempt, Tenant: r.q.Tenant, Tier: a.Tier, Attempt: a})
+	r.p.emit(Event{Kind: EventAttempt, Tenant: r.tenant, Tier: a.Tier, Attempt: a})
 }
 
-// startRun starts r, a new run, as the run of q, admitted at start: its
-// budget, its attempt record and q with a Memo.
-func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded bool, start time.Time) {
-	r.p, r.caller, r.degraded = p, ctx, degraded
-	r.budget = p.newBudget(ctx, start)
+// startRun starts r, a new run, as the run of q, asked with ctx: its
+// attempt record and its Memo. It returns q with the Memo.
+func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Query {
+	r.p, r.caller, r.tenant = p, ctx, q.Tenant
+	r.guard.run = r
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
 		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
@@ -112,16 +121,16 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 		// skipped before it.
 		q.Memo.KBVersion(p.kb.Version)
 	}
-	r.q = q
+	return q
 }
 
 // descend runs the question down the stages until one answers: the stage
 // loop of Ask and Stream alike. Each stage is called through its guards
-// (see compose); r.stream, nil for Ask, is what streaming adds to the
+// (see compose); run.stream, nil for Ask, is what streaming adds to the
 // loop: which stages may continue a broken stream, the stream request of
 // each call, and how an answer is sent.
-func (r *run) descend() (*Result, error) {
-	ctx := r.caller
+func (qn *question) descend() (*Result, error) {
+	r, ctx := qn.run, qn.ctx
 	for _, s := range r.p.stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -129,48 +138,49 @@ func (r *run) descend() (*Result, error) {
 		if !r.stream.wants(s) {
 			continue
 		}
-		a, err := r.try(s)
+		a, err := qn.try(s)
 		if err := r.stream.stopped(); err != nil {
 			return nil, err
 		}
 		switch {
 		case err == nil:
-			return r.done(s, a)
+			return qn.done(s, a)
 		case err == errSkipped:
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case a.Interrupted && r.stream.broke(s, a, err):
-			return r.stream.interrupted(r)
+			return r.stream.interrupted(qn)
 		}
 	}
 	if r.stream.pending() {
-		return r.stream.interrupted(r)
+		return r.stream.interrupted(qn)
 	}
-	r.res = Result{Attempts: r.attempts, Duration: time.Since(r.budget.start)}
+	r.res = Result{Attempts: r.attempts, Duration: time.Since(qn.budget.start)}
 	return &r.res, ErrExhausted
 }
 
 // try calls stage s through its guards. It returns errSkipped when a guard
 // did not let the call through.
-func (r *run) try(s *stage) (tiers.Answer, error) {
-	c := &r.call
-	c.run, c.stage, c.sr = r, s, r.stream.request(s)
-	c.kind, c.elapsed = "", 0
-	c.reported.Store(0)
-	return s.guard.call(r.caller, c)
+func (qn *question) try(s *stage) (tiers.Answer, error) {
+	r := qn.run
+	r.guard.stage = s
+	r.guard.reported.Store(0)
+	c := call{question: *qn, stage: s, guard: &r.guard, sr: r.stream.request(s)}
+	return s.guard.call(qn.ctx, &c)
 }
 
 // done ends the question with a, the answer of stage s.
-func (r *run) done(s *stage, a tiers.Answer) (*Result, error) {
-	if r.stream != nil {
-		return r.stream.done(r, s, a)
+func (qn *question) done(s *stage, a tiers.Answer) (*Result, error) {
+	if sr := qn.run.stream; sr != nil {
+		return sr.done(qn, s, a)
 	}
-	return r.answered(a, true), nil
+	return qn.answered(a, true), nil
 }
 
 // answered builds the Result of a, lets the caches learn it (when
 // remember is set and a is not Interrupted) and reports it.
-func (r *run) answered(a tiers.Answer, remember bool) *Result {
+func (qn *question) answered(a tiers.Answer, remember bool) *Result {
+	r := qn.run
 	res := &r.res
 	*res = Result{
 		Answer:   a,
@@ -178,10 +188,10 @@ func (r *run) answered(a tiers.Answer, remember bool) *Result {
 		Attempts: r.attempts,
 	}
 	if remember && !a.Interrupted {
-		r.remember(a)
+		qn.remember(a)
 	}
-	res.Duration = time.Since(r.budget.start)
-	r.p.emit(Event{Kind: EventAnswered, Tenant: r.q.Tenant, Tier: string(a.Source), Result: res})
+	res.Duration = time.Since(qn.budget.start)
+	r.p.emit(Event{Kind: EventAnswered, Tenant: r.tenant, Tier: string(a.Source), Result: res})
 	return res
 }
 
@@ -190,24 +200,25 @@ func (r *run) answered(a tiers.Answer, remember bool) *Result {
 // the question (the cache tier was skipped) must not hold the answer past
 // the request's deadline, and with no time left nothing is written back.
 // An answer from a cache, which is not written back, is offered as it is.
-func (r *run) remember(a tiers.Answer) {
+func (qn *question) remember(a tiers.Answer) {
 	var rctx context.Context
-	for _, s := range r.p.stages {
+	for _, s := range qn.run.p.stages {
 		rm, ok := s.Tier.(tiers.Rememberer)
 		if !ok {
 			continue
 		}
 		if rctx == nil {
-			rctx = r.caller
+			rctx = qn.ctx
 			if a.Source != tiers.SourceCache && a.Source != tiers.SourceStaleCache {
-				if !time.Now().Before(r.budget.deadline()) {
+				deadline := qn.budget.deadline()
+				if !time.Now().Before(deadline) {
 					return
 				}
 				var cancel context.CancelFunc
-				rctx, cancel = context.WithDeadline(r.caller, r.budget.deadline())
+				rctx, cancel = context.WithDeadline(qn.ctx, deadline)
 				defer cancel()
 			}
 		}
-		rm.Remember(rctx, r.q, a)
+		rm.Remember(rctx, qn.q, a)
 	}
 }

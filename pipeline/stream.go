@@ -118,7 +118,7 @@ func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEven
 	return p.lead(ctx, &run{stream: &streamRun{fn: fn}}, q, degraded, start)
 }
 
-// streamRun is the streaming hook of the stage loop (run.descend): what a
+// streamRun is the streaming hook of the stage loop (question.descend): what a
 // streamed question adds to Ask's way down the stages. It gives each
 // model stage its stream request, whose Emit commits the stage (meta) at
 // its first delta; commits a stage that answers whole and sends its
@@ -230,10 +230,10 @@ func (sr *streamRun) join(a tiers.Answer) tiers.Answer {
 	return a
 }
 
-// done ends the stream of run r with a, the answer of stage s: a stage
-// that does not stream sends it whole, as one delta. A continued answer
-// is not written to the caches: it was stitched from two models.
-func (sr *streamRun) done(r *run, s *stage, a tiers.Answer) (*Result, error) {
+// done ends the stream of question qn with a, the answer of stage s: a
+// stage that does not stream sends it whole, as one delta. A continued
+// answer is not written to the caches: it was stitched from two models.
+func (sr *streamRun) done(qn *question, s *stage, a tiers.Answer) (*Result, error) {
 	if !s.streams {
 		if err := sr.commit(s, a.Model); err != nil {
 			return nil, err
@@ -242,17 +242,18 @@ func (sr *streamRun) done(r *run, s *stage, a tiers.Answer) (*Result, error) {
 			return nil, err
 		}
 	}
-	return sr.end(r.answered(sr.join(a), sr.partial == nil))
+	return sr.end(qn.answered(sr.join(a), sr.partial == nil))
 }
 
-// interrupted ends the stream of run r with the partial answer and a note.
-func (sr *streamRun) interrupted(r *run) (*Result, error) {
+// interrupted ends the stream of question qn with the partial answer and
+// a note.
+func (sr *streamRun) interrupted(qn *question) (*Result, error) {
 	a := *sr.partial
 	a.Interrupted = true
-	if err := sr.send(StreamEvent{Kind: StreamNote, Text: interruptedNote[tiers.DetectLanguage(r.q.Question)]}); err != nil {
+	if err := sr.send(StreamEvent{Kind: StreamNote, Text: interruptedNote[tiers.DetectLanguage(qn.q.Question)]}); err != nil {
 		return nil, err
 	}
-	return sr.end(r.answered(a, false))
+	return sr.end(qn.answered(a, false))
 }
 
 // end sends res, the stream's last event.
