@@ -18,9 +18,10 @@
 //   - tiers: the Tier interface and the tier kinds; tiers/llmtest is a
 //     fault-injecting OpenAI-compatible server for tests and drills;
 //   - pipeline: composes tiers behind guards, with deadlines, rate limits
-//     and events; drill runs scripted outages;
-//   - api: the HTTP server; cmd/ragfuse: the serve, chaos and drill
-//     commands.
+//     and events;
+//   - config: reads the YAML configuration and builds a pipeline from it;
+//   - api: the HTTP server; drill runs scripted outages; cmd/ragfuse: the
+//     serve, chaos and drill commands.
 //
 // This root package only carries the demo's data: KnowledgeBase, the
 // embedded knowledge base used when `ragfuse serve` runs without a config.
