@@ -23,6 +23,7 @@
 //     fault-injecting OpenAI-compatible server for tests and drills;
 //   - pipeline: the runtime chain: the stage loop, its guards, the
 //     deadline budget, admission, flights, classification and events;
+//   - config: reads the YAML configuration and builds a pipeline from it;
 //   - api: the HTTP server; drill: scripted outages; cmd/ragfuse: the
 //     serve, chaos and drill commands.
 //

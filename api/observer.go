@@ -17,8 +17,8 @@ import (
 // Observer turns the pipeline's events into Prometheus metrics and
 // structured logs (one line per breaker transition); the server's
 // streaming routes also hand it each stream's events (Pipeline.Stream)
-// for the stream metrics. Create it before the pipeline, pass it to
-// pipeline.Build as the observer and to New as Config.Observer; New
+// for the stream metrics. Create it before the pipeline, make it the
+// pipeline's observer and pass it to New as Config.Observer; New
 // attaches the pipeline so gauges (breaker states, bulkheads, cache sizes)
 // are read from pipeline.Status at scrape time. An Observer is safe for
 // concurrent use.

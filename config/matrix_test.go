@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -72,7 +73,7 @@ var embedFaultCases = []embedFaultCase{
 // server.
 type embedRig struct {
 	srv *llmtest.Server
-	p   *Pipeline
+	p   *pipeline.Pipeline
 	clk *clock.Manual
 	n   int // questions asked, to keep each one distinct
 }
@@ -83,28 +84,20 @@ func newEmbedRig(t *testing.T) *embedRig {
 	t.Cleanup(srv.Close)
 	hc := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(hc.CloseIdleConnections)
-	cfg, err := ParseConfig(fmt.Appendf(nil, embedRigConfig, srv.URL))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := mustParse(t, fmt.Sprintf(embedRigConfig, srv.URL))
 	kb, err := retrieval.New(embedKB)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk := clock.NewManual(epoch)
-	p, err := Build(cfg, BuildEnv{Clock: clk, HTTPClient: hc, KnowledgeBase: kb,
-		Getenv: func(string) string { return "" }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
+	p := mustBuild(t, cfg, Env{Clock: clk, HTTPClient: hc, KnowledgeBase: kb, Getenv: noEnv})
 	return &embedRig{srv: srv, p: p, clk: clk}
 }
 
 // ask asks a new question about returns, checks it was answered inside
 // the request's deadline by want, and returns the result and the
 // embedding calls it made.
-func (r *embedRig) ask(t *testing.T, want tiers.Source) (*Result, int64) {
+func (r *embedRig) ask(t *testing.T, want tiers.Source) (*pipeline.Result, int64) {
 	t.Helper()
 	r.n++
 	before := r.embeds()
@@ -131,7 +124,7 @@ func (r *embedRig) state(name string) breaker.State {
 
 // expectCache fails unless the cache tier's attempt in res has outcome
 // kind (whichever model it names).
-func expectCache(t *testing.T, res *Result, kind tiers.Kind) {
+func expectCache(t *testing.T, res *pipeline.Result, kind tiers.Kind) {
 	t.Helper()
 	for _, a := range res.Attempts {
 		if a.Tier == "cache" {
@@ -145,7 +138,7 @@ func expectCache(t *testing.T, res *Result, kind tiers.Kind) {
 }
 
 // expectAttempts fails unless res's attempts include each of want.
-func expectAttempts(t *testing.T, res *Result, want ...string) {
+func expectAttempts(t *testing.T, res *pipeline.Result, want ...string) {
 	t.Helper()
 	for _, w := range want {
 		if !contains(outcomes(res), w) {

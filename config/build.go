@@ -1,4 +1,4 @@
-package pipeline
+package config
 
 import (
 	"errors"
@@ -6,18 +6,18 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
-// BuildEnv is what Build takes from its surroundings rather than from the
+// Env is what Build takes from its surroundings rather than from the
 // configuration file. Zero fields take the defaults written beside them.
-type BuildEnv struct {
+type Env struct {
 	// Getenv reads the environment variables named by api_key_env; nil
 	// means os.Getenv.
 	Getenv func(string) string
@@ -25,7 +25,7 @@ type BuildEnv struct {
 	// nil means the system clock.
 	Clock clock.Clock
 	// Observer receives the pipeline's events; nil drops them.
-	Observer Observer
+	Observer pipeline.Observer
 	// HTTPClient sends the model calls; nil means a new http.Client. Its
 	// Timeout should be zero: calls are bounded by context.
 	HTTPClient *http.Client
@@ -34,7 +34,8 @@ type BuildEnv struct {
 	KnowledgeBase *retrieval.KnowledgeBase
 	// BreakerStore shares breaker state between instances; nil keeps it in
 	// this process, unless redis.url is set: Build then opens a
-	// redisstore.Store and its shared rate limiter, closed by Close.
+	// redisstore.Store and its shared rate limiter, closed by the
+	// pipeline's Close.
 	BreakerStore breaker.Store
 	// StoreKind names BreakerStore for Status; default "redis" with a
 	// store, "memory" without.
@@ -44,94 +45,104 @@ type BuildEnv struct {
 	Logger *slog.Logger
 }
 
-func orGetenv(getenv func(string) string) func(string) string {
-	if getenv == nil {
-		return os.Getenv
+// Build returns a ready pipeline for cfg: it fills defaults, validates cfg
+// and the environment, opens the knowledge base (and, with redis.url, the
+// shared store), makes one go-openai client per model (API keys read only
+// from the variables named), and builds the tiers with their guards. The
+// pipeline's Close closes what Build opened.
+func Build(cfg Config, env Env) (*pipeline.Pipeline, error) {
+	opts, err := options(cfg, env)
+	if err != nil {
+		return nil, err
 	}
-	return getenv
+	p, err := pipeline.New(opts)
+	if err != nil {
+		closeAll(opts.Closers)
+		return nil, err
+	}
+	return p, nil
 }
 
-// Build returns a ready pipeline for cfg: it fills defaults, validates cfg
-// and the environment, opens the knowledge base, makes one go-openai client
-// per model (API keys read only from the variables named), and builds the
-// tiers with their guards.
-func Build(cfg Config, env BuildEnv) (*Pipeline, error) {
+// options checks cfg and assembles what Build passes to pipeline.New. On
+// an error, nothing it opened stays open.
+func options(cfg Config, env Env) (pipeline.Options, error) {
 	cfg.Defaults()
 	if err := errors.Join(cfg.Validate(), cfg.CheckEnv(env.Getenv)); err != nil {
-		return nil, err
+		return pipeline.Options{}, err
 	}
-	if cfg.Redis.URL != "" && env.BreakerStore == nil {
-		return buildShared(cfg, env)
-	}
-	getenv := orGetenv(env.Getenv)
 	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
-	if err := b.knowledgeBase(); err != nil {
-		return nil, err
-	}
-	hc := env.HTTPClient
-	if hc == nil {
-		hc = &http.Client{}
-	}
-	for id, m := range cfg.Models {
-		client := tiers.NewClient(tiers.ClientConfig{BaseURL: m.BaseURL, APIKey: getenv(m.APIKeyEnv), HTTPClient: hc})
-		b.models[id] = tiers.Candidate{ID: id, Model: m.Model, Client: client, MaxTokens: m.MaxTokens, Cooldown: m.Cooldown}
-	}
-	if err := b.embedder(); err != nil {
-		return nil, err
-	}
-	stages := make([]Stage, 0, len(cfg.Tiers))
-	for i, tc := range cfg.Tiers {
-		t, err := b.tier(i, tc)
-		if err != nil {
-			return nil, err
+	if cfg.Redis.URL != "" && env.BreakerStore == nil {
+		if err := b.openShared(); err != nil {
+			return pipeline.Options{}, err
 		}
-		stages = append(stages, Stage{
-			Tier:     t,
-			Timeout:  tc.Timeout,
-			Reserve:  tc.Reserve,
-			Breaker:  breakerConfig(tc.Breaker, env.BreakerStore),
-			Bulkhead: tc.Bulkhead,
-			Model:    tc.Kind == KindLLM,
-			Stream: StreamConfig{FirstTokenTimeout: tc.FirstTokenTimeout, StallTimeout: tc.StallTimeout,
-				CommitAfter: tc.CommitAfter, CommitAfterDuration: tc.CommitAfterDuration,
-				OnStreamBreak: tc.OnStreamBreak, ContinuePrompt: tc.ContinuePrompt},
-		})
 	}
-	storeKind := env.StoreKind
-	if storeKind == "" && env.BreakerStore != nil {
-		storeKind = "redis"
+	opts, err := b.options()
+	if err != nil {
+		closeAll(b.closers)
+		return pipeline.Options{}, err
 	}
-	opts := Options{
-		Tiers:            stages,
-		RequestTimeout:   cfg.Server.RequestTimeout,
-		Clock:            env.Clock,
-		Observer:         env.Observer,
-		RateLimit:        cfg.RateLimit,
-		Embedder:         b.emb,
-		EmbedderModel:    b.embID,
-		EmbedderCooldown: b.models[b.embID].Cooldown,
-		Cooldown:         DefaultCooldown,
-		StoreKind:        storeKind,
-		Store:            env.BreakerStore,
-		Closers:          b.closers,
-	}
-	if b.kb != nil {
-		opts.KnowledgeBase = b.kb
-	}
-	return New(opts)
+	return opts, nil
 }
 
 // builder holds what the tiers of one Build share.
 type builder struct {
 	cfg     Config
-	env     BuildEnv
+	env     Env
 	kb      *retrieval.KnowledgeBase
 	ret     retrieval.Retriever        // the knowledge base, hybrid when an embedder is configured
 	emb     cache.Embedder             // the embedder shared by the caches and the retriever
 	embID   string                     // the models: id behind emb; "" for the hash embedder
 	cache   *cache.Cache               // shared by the cache tiers
 	models  map[string]tiers.Candidate // by models: key
+	limiter pipeline.Limiter           // the shared rate limiter; nil: local limits only
 	closers []io.Closer
+}
+
+func (b *builder) options() (pipeline.Options, error) {
+	if err := b.knowledgeBase(); err != nil {
+		return pipeline.Options{}, err
+	}
+	getenv := orGetenv(b.env.Getenv)
+	hc := b.env.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	for id, m := range b.cfg.Models {
+		client := tiers.NewClient(tiers.ClientConfig{BaseURL: m.BaseURL, APIKey: getenv(m.APIKeyEnv), HTTPClient: hc})
+		b.models[id] = tiers.Candidate{ID: id, Model: m.Model, Client: client, MaxTokens: m.MaxTokens, Cooldown: m.Cooldown}
+	}
+	b.embedder()
+	stages := make([]pipeline.Stage, 0, len(b.cfg.Tiers))
+	for i, tc := range b.cfg.Tiers {
+		t, err := b.tier(i, tc)
+		if err != nil {
+			return pipeline.Options{}, err
+		}
+		stages = append(stages, stage(t, tc, b.env.BreakerStore))
+	}
+	storeKind := b.env.StoreKind
+	if storeKind == "" && b.env.BreakerStore != nil {
+		storeKind = "redis"
+	}
+	opts := pipeline.Options{
+		Tiers:            stages,
+		RequestTimeout:   b.cfg.Server.RequestTimeout,
+		Clock:            b.env.Clock,
+		Observer:         b.env.Observer,
+		RateLimit:        rateLimit(b.cfg.RateLimit),
+		Embedder:         b.emb,
+		EmbedderModel:    b.embID,
+		EmbedderCooldown: b.models[b.embID].Cooldown,
+		Cooldown:         pipeline.DefaultCooldown,
+		StoreKind:        storeKind,
+		Store:            b.env.BreakerStore,
+		Limiter:          b.limiter,
+		Closers:          b.closers,
+	}
+	if b.kb != nil {
+		opts.KnowledgeBase = b.kb
+	}
+	return opts, nil
 }
 
 func (b *builder) knowledgeBase() error {
@@ -156,17 +167,17 @@ func (b *builder) knowledgeBase() error {
 
 // embedder makes the embedder of the first cache tier; the retriever
 // blends it with the lexical index so a question is embedded once.
-func (b *builder) embedder() error {
+func (b *builder) embedder() {
 	for _, t := range b.cfg.Tiers {
 		if t.Kind != KindSemanticCache && t.Kind != KindStaleCache {
 			continue
 		}
-		if t.Embedder == "hash" {
+		if t.Cache.Embedder == hashEmbedder {
 			b.emb = cache.NewHashEmbedder(cache.DefaultHashDim)
 		} else {
-			m := b.models[t.Embedder]
+			m := b.models[t.Cache.Embedder]
 			b.emb = cache.NewOpenAIEmbedder(cache.OpenAIEmbedderConfig{Client: m.Client, Model: m.Model})
-			b.embID = t.Embedder
+			b.embID = t.Cache.Embedder
 		}
 		break
 	}
@@ -177,7 +188,6 @@ func (b *builder) embedder() error {
 		}
 		b.ret = retrieval.NewHybrid(hc)
 	}
-	return nil
 }
 
 // hashMinSimilarity is the similarity a document needs to enter a
@@ -189,59 +199,38 @@ func (b *builder) embedder() error {
 const hashMinSimilarity = 0.99
 
 // tier builds tiers[i].
-func (b *builder) tier(i int, tc TierConfig) (tiers.Tier, error) {
+func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 	switch tc.Kind {
 	case KindLLM:
 		var cands []tiers.Candidate
-		for _, id := range tc.Models {
+		for _, id := range tc.LLM.Models {
 			cands = append(cands, b.models[id])
 		}
 		var ret retrieval.Retriever
-		if b.ret != nil && tc.ContextDocs > 0 {
+		if b.ret != nil && tc.LLM.ContextDocs > 0 {
 			ret = b.ret
 		}
-		return tiers.NewLLM(tiers.LLMConfig{Name: tc.Name, Source: tiers.Source(tc.Source), Candidates: cands,
-			Retriever: ret, ContextDocs: tc.ContextDocs, SystemPrompt: tc.Prompt}), nil
+		return tiers.NewLLM(tiers.LLMConfig{Name: tc.Name, Source: tiers.Source(tc.LLM.Source), Candidates: cands,
+			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt}), nil
 	case KindRetrieval:
-		return tiers.NewRetrieval(tiers.RetrievalConfig{Name: tc.Name, Retriever: b.ret, TopK: tc.TopK}), nil
+		return tiers.NewRetrieval(tiers.RetrievalConfig{Name: tc.Name, Retriever: b.ret, TopK: tc.Retrieval.TopK}), nil
 	case KindStatic:
-		return tiers.NewStatic(tc.Name, tc.Message), nil
+		return tiers.NewStatic(tc.Name, tc.Static.Message), nil
 	case KindSemanticCache, KindStaleCache:
-		return b.cacheTier(i, tc)
+		return b.cacheTier(tc), nil
 	}
 	return nil, &FieldError{Path: fmt.Sprintf("tiers[%d].kind", i), Msg: fmt.Sprintf("unknown kind %q", tc.Kind)}
-}
-
-// breakerConfig turns the YAML form into a breaker.Config.
-func breakerConfig(c *BreakerConfig, store breaker.Store) breaker.Config {
-	out := breaker.Config{Store: store}
-	if c == nil {
-		return out
-	}
-	out.FailureThreshold = c.FailureThreshold
-	out.Window = c.Window
-	out.WindowDuration = c.WindowDuration
-	out.MinimumCalls = c.MinimumCalls
-	out.FailureRate = c.FailureRate
-	out.SlowCallDuration = c.SlowCallDuration
-	out.SlowCallRate = c.SlowCallRate
-	out.OpenDuration = c.OpenDuration
-	out.OpenBackoff = c.OpenBackoff
-	out.MaxOpenDuration = c.MaxOpenDuration
-	out.HalfOpenMaxCalls = c.HalfOpenMaxCalls
-	out.SuccessThreshold = c.SuccessThreshold
-	return out
 }
 
 // cacheTier builds a semantic_cache or stale_cache tier. All cache tiers
 // share one cache, configured by the first of them: a stale_cache serves
 // what the semantic cache stored.
-func (b *builder) cacheTier(i int, tc TierConfig) (tiers.Tier, error) {
+func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	if b.cache == nil {
-		cc := cache.Config{Similarity: tc.Similarity, TTL: tc.TTL, MaxEntries: tc.MaxEntries}
+		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries}
 		for _, t := range b.cfg.Tiers {
 			if t.Kind == KindStaleCache {
-				cc.Grace = max(cc.Grace, t.Grace)
+				cc.Grace = max(cc.Grace, t.Cache.Grace)
 			}
 		}
 		if b.env.Clock != nil {
@@ -254,12 +243,18 @@ func (b *builder) cacheTier(i int, tc TierConfig) (tiers.Tier, error) {
 		version = b.kb.Version
 	}
 	if tc.Kind == KindStaleCache {
-		return tiers.NewStaleCache(tiers.StaleCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb, KBVersion: version}), nil
+		return tiers.NewStaleCache(tiers.StaleCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb, KBVersion: version})
 	}
-	from := make([]tiers.Source, 0, len(tc.StoreFrom)) // not nil: store_from: [] stores nothing
-	for _, s := range tc.StoreFrom {
+	from := make([]tiers.Source, 0, len(tc.Cache.StoreFrom)) // not nil: store_from: [] stores nothing
+	for _, s := range tc.Cache.StoreFrom {
 		from = append(from, tiers.Source(s))
 	}
 	return tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb,
-		StoreFrom: from, KBVersion: version}), nil
+		StoreFrom: from, KBVersion: version})
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		_ = c.Close()
+	}
 }
