@@ -72,7 +72,7 @@ func TestErrorResponses(t *testing.T) {
 
 func TestRateLimitedRequest(t *testing.T) {
 	h := newHarness(t, harnessOptions{config: func(c *config.Config) {
-		c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: pipeline.OnLimitReject}
+		c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: "reject"}
 	}})
 	h.ask("How do I return an item?")
 	h.up.ResetStats()

@@ -13,7 +13,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/ragfuse/ragfuse/config"
-	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -188,7 +187,7 @@ func TestOpenAIClientErrors(t *testing.T) {
 
 		// 429.
 		h = newHarness(t, harnessOptions{config: func(c *config.Config) {
-			c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: pipeline.OnLimitReject}
+			c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: "reject"}
 		}})
 		client, _ := openaiServer(t, h, "")
 		if err := call(client, req); err != nil {

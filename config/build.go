@@ -133,7 +133,6 @@ func (b *builder) options() (pipeline.Options, error) {
 		Embedder:         b.emb,
 		EmbedderModel:    b.embID,
 		EmbedderCooldown: b.models[b.embID].Cooldown,
-		Cooldown:         pipeline.DefaultCooldown,
 		StoreKind:        storeKind,
 		Store:            b.env.BreakerStore,
 		Limiter:          b.limiter,

@@ -102,12 +102,39 @@ tiers: [{kind: llm, models: [m], commit_after: 40, commit_after_duration: 250ms,
 		t.Fatal(err)
 	}
 	want := pipeline.StreamConfig{CommitAfter: 40, CommitAfterDuration: 250 * time.Millisecond, StallTimeout: 2 * time.Second,
-		FirstTokenTimeout: time.Second, OnStreamBreak: pipeline.OnStreamBreakNote, ContinuePrompt: "go on"}
+		FirstTokenTimeout: time.Second, ContinuePrompt: "go on"}
 	if got := opts.Tiers[0].Stream; got != want {
 		t.Fatalf("stream config %+v, want %+v", got, want)
 	}
 	if !opts.Tiers[0].Model || opts.Tiers[1].Model {
 		t.Fatalf("model tiers %v %v, want only the llm tier", opts.Tiers[0].Model, opts.Tiers[1].Model)
+	}
+}
+
+// TestBuildWiresPolicies: on_stream_break and on_limit, strings in the
+// file, reach the pipeline as its StreamConfig.ContinueOnBreak and
+// RateLimitConfig.Reject, each in both of its values.
+func TestBuildWiresPolicies(t *testing.T) {
+	for _, tt := range []struct {
+		onBreak, onLimit string
+		cont, reject     bool
+	}{
+		{"note", "degrade", false, false},
+		{"continue", "reject", true, true},
+	} {
+		cfg := mustParse(t, `models: {m: {base_url: "http://127.0.0.1:1/v1"}}
+rate_limit: {tenant_rps: 1, on_limit: `+tt.onLimit+`}
+tiers: [{kind: llm, models: [m], on_stream_break: `+tt.onBreak+`}, {kind: static}]`)
+		opts, err := options(cfg, Env{Getenv: noEnv})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := opts.Tiers[0].Stream.ContinueOnBreak; got != tt.cont {
+			t.Errorf("on_stream_break %s: ContinueOnBreak %v", tt.onBreak, got)
+		}
+		if got := opts.RateLimit.Reject; got != tt.reject {
+			t.Errorf("on_limit %s: Reject %v", tt.onLimit, got)
+		}
 	}
 }
 

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/ragfuse/ragfuse/pipeline"
 )
 
 // designConfig is the configuration shown in the design document.
@@ -43,7 +41,7 @@ func TestParseDesignConfig(t *testing.T) {
 	if cfg.Server.RequestTimeout != 12*time.Second || cfg.Server.MaxQuestionBytes != 4096 || cfg.Server.MaxBodyBytes != 0 {
 		t.Fatalf("server = %+v", cfg.Server)
 	}
-	if m := cfg.Models["qwen3-max"]; m.MaxTokens != 512 || m.Cooldown != pipeline.DefaultCooldown || m.APIKeyEnv != "DASHSCOPE_API_KEY" {
+	if m := cfg.Models["qwen3-max"]; m.MaxTokens != 512 || m.Cooldown != 10*time.Second || m.APIKeyEnv != "DASHSCOPE_API_KEY" {
 		t.Fatalf("model = %+v", m)
 	}
 	if len(cfg.Tiers) != 5 {

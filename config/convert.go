@@ -20,7 +20,7 @@ func stage(t tiers.Tier, tc Tier, store breaker.Store) pipeline.Stage {
 			StallTimeout:        tc.LLM.StallTimeout,
 			CommitAfter:         tc.LLM.CommitAfter,
 			CommitAfterDuration: tc.LLM.CommitAfterDuration,
-			OnStreamBreak:       tc.LLM.OnStreamBreak,
+			ContinueOnBreak:     tc.LLM.OnStreamBreak == onBreakContinue,
 			ContinuePrompt:      tc.LLM.ContinuePrompt,
 		},
 	}
@@ -54,5 +54,5 @@ func breakerConfig(c *Breaker, store breaker.Store) breaker.Config {
 // rateLimit turns the YAML form into a pipeline.RateLimitConfig.
 func rateLimit(c RateLimit) pipeline.RateLimitConfig {
 	return pipeline.RateLimitConfig{GlobalRPS: c.GlobalRPS, GlobalBurst: c.GlobalBurst,
-		TenantRPS: c.TenantRPS, TenantBurst: c.TenantBurst, OnLimit: c.OnLimit}
+		TenantRPS: c.TenantRPS, TenantBurst: c.TenantBurst, Reject: c.OnLimit == onLimitReject}
 }

@@ -4,7 +4,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -20,8 +19,19 @@ var defaultTimeouts = map[string]time.Duration{
 	KindStatic:        100 * time.Millisecond,
 }
 
-// defaultRequestTimeout is server.request_timeout when not set.
-const defaultRequestTimeout = 12 * time.Second
+// Defaults that are the pipeline's too.
+const (
+	defaultRequestTimeout = 12 * time.Second // server.request_timeout
+	defaultCooldown       = 10 * time.Second // models.<id>.cooldown
+)
+
+// The values of rate_limit.on_limit and of a tier's on_stream_break.
+const (
+	onLimitDegrade  = "degrade"
+	onLimitReject   = "reject"
+	onBreakNote     = "note"
+	onBreakContinue = "continue"
+)
 
 // DefaultQueueTimeout is how long a call may wait in a configured
 // bulkhead's queue when bulkhead.queue_timeout is not set.
@@ -39,14 +49,14 @@ func (c *Config) Defaults() {
 		for id, m := range c.Models {
 			setIfZero(&m.Model, id)
 			setIfZero(&m.MaxTokens, 512)
-			setIfZero(&m.Cooldown, pipeline.DefaultCooldown)
+			setIfZero(&m.Cooldown, defaultCooldown)
 			models[id] = m
 		}
 		c.Models = models
 	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
 	rl := &c.RateLimit
-	setIfZero(&rl.OnLimit, pipeline.OnLimitDegrade)
+	setIfZero(&rl.OnLimit, onLimitDegrade)
 	if rl.GlobalRPS > 0 {
 		setIfZero(&rl.GlobalBurst, max(1, int(rl.GlobalRPS)))
 	}
@@ -89,7 +99,7 @@ func (l *LLMTier) defaults(first bool) {
 		setIfZero(&l.Source, string(tiers.SourceFallback))
 	}
 	setIfZero(&l.ContextDocs, 5)
-	setIfZero(&l.OnStreamBreak, pipeline.OnStreamBreakNote)
+	setIfZero(&l.OnStreamBreak, onBreakNote)
 }
 
 // defaults fills a cache tier's settings for its kind.

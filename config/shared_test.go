@@ -115,7 +115,7 @@ func TestSharedClusterTripProbeRecover(t *testing.T) {
 	srv.ResetStats()
 	for i, in := range ins[1:] {
 		res, err := in.p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "b"})
-		if err != nil || res.Source != tiers.SourceFallback || res.Attempts[0].Outcome != pipeline.OutcomeBreakerOpen {
+		if err != nil || res.Source != tiers.SourceFallback || res.Attempts[0].Outcome != "breaker_open" {
 			t.Fatalf("instance %d: %v %v", i+1, outcomes(res), err)
 		}
 	}

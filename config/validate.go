@@ -7,8 +7,6 @@ import (
 	"net/url"
 	"reflect"
 	"slices"
-
-	"github.com/ragfuse/ragfuse/pipeline"
 )
 
 // Validate reports every bad value of c (after Defaults) as a *FieldError,
@@ -38,7 +36,7 @@ func (c *Config) Validate() error {
 	v.check(rl.GlobalBurst >= 0, "rate_limit.global_burst", "must be >= 0")
 	v.check(rl.TenantBurst >= 0, "rate_limit.tenant_burst", "must be >= 0")
 	v.check(c.Redis.OpTimeout >= 0, "redis.op_timeout", "must be >= 0")
-	v.check(rl.OnLimit == pipeline.OnLimitDegrade || rl.OnLimit == pipeline.OnLimitReject,
+	v.check(rl.OnLimit == onLimitDegrade || rl.OnLimit == onLimitReject,
 		"rate_limit.on_limit", `must be "degrade" or "reject"`)
 	v.check(len(c.Tiers) > 0, "tiers", "at least one tier is required")
 	names := map[string]bool{}
@@ -123,7 +121,7 @@ func (c *Config) validateLLM(v *validator, t LLMTier, p string) {
 	v.check(t.StallTimeout >= 0, p+".stall_timeout", "must be >= 0")
 	v.check(t.CommitAfter >= 0, p+".commit_after", "must be >= 0")
 	v.check(t.CommitAfterDuration >= 0, p+".commit_after_duration", "must be >= 0")
-	v.check(t.OnStreamBreak == pipeline.OnStreamBreakNote || t.OnStreamBreak == pipeline.OnStreamBreakContinue,
+	v.check(t.OnStreamBreak == onBreakNote || t.OnStreamBreak == onBreakContinue,
 		p+".on_stream_break", `must be "note" or "continue"`)
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -62,7 +64,7 @@ func TestRateLimitRefillsWithClock(t *testing.T) {
 
 func TestGlobalRateLimitRejects(t *testing.T) {
 	rec := &recorder{}
-	p, primary, ret := limitedPipeline(t, RateLimitConfig{GlobalRPS: 1, GlobalBurst: 1, OnLimit: OnLimitReject}, rec)
+	p, primary, ret := limitedPipeline(t, RateLimitConfig{GlobalRPS: 1, GlobalBurst: 1, Reject: true}, rec)
 	ask(t, p, "q")
 	res, err := p.Ask(context.Background(), tiers.Query{Tenant: "b", Question: "q"})
 	if !errors.Is(err, ErrRejected) || res != nil {
@@ -74,7 +76,7 @@ func TestGlobalRateLimitRejects(t *testing.T) {
 	if ev := rec.kinds(EventRateLimited); len(ev) != 1 || ev[0].Reason != "global" {
 		t.Fatalf("events = %+v", ev)
 	}
-	if st := p.Status().RateLimit; st.OnLimit != OnLimitReject || st.GlobalRPS != 1 {
+	if st := p.Status().RateLimit; !st.Reject || st.GlobalRPS != 1 {
 		t.Fatalf("status rate limit = %+v", st)
 	}
 }
@@ -142,5 +144,54 @@ func TestAdmissionCountsInTheBudget(t *testing.T) {
 				t.Fatalf("primary was given %v after 200ms of admission, out of a 400ms budget", given[0])
 			}
 		})
+	}
+}
+
+// fakeLimiter answers like a shared limiter, or fails like one whose Redis
+// is down.
+type fakeLimiter struct {
+	mu    sync.Mutex
+	err   error
+	allow bool
+	keys  []string
+}
+
+func (f *fakeLimiter) Allow(_ context.Context, key string, _ float64, _ int) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keys = append(f.keys, key)
+	return f.allow, f.err
+}
+
+func TestSharedLimiterFallsBackToLocal(t *testing.T) {
+	lim := &fakeLimiter{err: errors.New("redis down")}
+	p, _ := newTestPipeline(t, Options{
+		Tiers:     []Stage{{Tier: tiers.NewStatic("static", "")}},
+		RateLimit: RateLimitConfig{TenantRPS: 1, TenantBurst: 1, GlobalRPS: 100, Reject: true},
+		Limiter:   lim,
+	})
+	q := tiers.Query{Tenant: "acme", Question: "q"}
+	if _, err := p.Ask(context.Background(), q); err != nil {
+		t.Fatalf("first: %v", err)
+	}
+	if _, err := p.Ask(context.Background(), q); !errors.Is(err, ErrRejected) {
+		t.Fatalf("the local limiter did not stand in: %v", err)
+	}
+	lim.mu.Lock()
+	lim.err, lim.allow, lim.keys = nil, true, nil
+	lim.mu.Unlock()
+	if _, err := p.Ask(context.Background(), q); err != nil {
+		t.Fatalf("the shared limiter's answer was not used: %v", err)
+	}
+	lim.mu.Lock()
+	lim.allow = false
+	lim.mu.Unlock()
+	if _, err := p.Ask(context.Background(), q); !errors.Is(err, ErrRejected) {
+		t.Fatalf("the shared limiter's refusal was not used: %v", err)
+	}
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	if want := []string{"tenant:acme", "global", "tenant:acme"}; strings.Join(lim.keys, ",") != strings.Join(want, ",") {
+		t.Fatalf("keys %v, want %v", lim.keys, want)
 	}
 }

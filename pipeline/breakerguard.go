@@ -21,7 +21,7 @@ type breakerGuard struct {
 func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	permit, err := g.b.Allow()
 	if err != nil && !g.lastResort {
-		return c.skip(OutcomeBreakerOpen)
+		return c.skip(outcomeBreakerOpen)
 	}
 	// A static tier whose breaker is open gets the zero Permit, whose
 	// reports are no-ops.

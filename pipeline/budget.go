@@ -55,7 +55,7 @@ type budgetGuard struct{ next breakerGuard }
 
 func (g *budgetGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	if !c.startAt(time.Now()) {
-		return c.skip(OutcomeBudgetExhausted)
+		return c.skip(outcomeBudgetExhausted)
 	}
 	return g.next.call(ctx, c)
 }

@@ -8,6 +8,13 @@ import (
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
+// BulkheadConfig limits concurrent calls into a tier.
+type BulkheadConfig struct {
+	MaxConcurrent int
+	MaxQueue      int
+	QueueTimeout  time.Duration
+}
+
 // bulkhead limits the calls in flight into one tier: at most max at once,
 // at most maxQueue more waiting, each for at most queueTimeout. It is safe
 // for concurrent use.
@@ -83,7 +90,7 @@ func (g *bulkheadGuard) call(ctx context.Context, c *call) (tiers.Answer, error)
 	}
 	defer g.b.release()
 	if !c.startAt(time.Now()) {
-		return c.skip(OutcomeBudgetExhausted)
+		return c.skip(outcomeBudgetExhausted)
 	}
 	return g.next.call(ctx, c)
 }
@@ -100,7 +107,7 @@ func (g *bulkheadGuard) enter(ctx context.Context, c *call) bool {
 	default:
 		g.b.reject()
 		c.run.p.emit(Event{Kind: EventBulkheadRejected, Tenant: c.q.Tenant, Tier: c.stage.name})
-		c.skip(OutcomeBulkheadFull)
+		c.skip(outcomeBulkheadFull)
 	}
 	return ok
 }

@@ -84,7 +84,7 @@ func TestBulkheadCallerLeavesQueue(t *testing.T) {
 		t.Errorf("a caller leaving the queue was reported as a bulkhead rejection: %+v", ev)
 	}
 	for _, e := range rec.kinds(EventAttempt) {
-		if e.Attempt.Outcome == OutcomeBulkheadFull {
+		if e.Attempt.Outcome == outcomeBulkheadFull {
 			t.Errorf("attempt %+v: the caller left, the bulkhead was not full past its queue timeout", e.Attempt)
 		}
 	}

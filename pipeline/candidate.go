@@ -34,7 +34,7 @@ var _ tiers.CandidateGuard = (*candidateGuard)(nil)
 func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
 	r, p := g.run, g.run.p
 	if p.cool.active(m.ID, p.clock.Now) {
-		r.settle(g, nil, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeCoolingDown})
+		r.settle(g, nil, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
 		return nil, false
 	}
 	b := p.models[m.ID]
@@ -53,7 +53,7 @@ func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candida
 	r.mu.Unlock()
 	var err error
 	if cc.permit, err = b.Allow(); err != nil {
-		r.settle(g, cc, Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeBreakerOpen})
+		r.settle(g, cc, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeBreakerOpen})
 		return nil, false
 	}
 	cc.guard, cc.tier, cc.id, cc.cooldown, cc.t0 = g, tier, m.ID, m.Cooldown, time.Now()

@@ -12,8 +12,8 @@
 //
 //	admission    global and per-tenant rate limits (Options.Limiter shares them
 //	             between instances, the local limiters standing in when it fails);
-//	             over a limit: the model stages are skipped (over_quota) or, with
-//	             on_limit reject, Ask returns ErrRejected
+//	             over a limit: each model stage is skipped (over_quota), or with
+//	             RateLimitConfig.Reject the question gets ErrRejected
 //	flight       Ask only: identical questions in flight (same tenant, question
 //	             trimmed, spaces collapsed, lower-cased) share one run
 //	per stage, in order:
@@ -59,11 +59,11 @@
 // Model tiers (tiers.StreamTier) stream; other tiers send their answer as
 // one delta. Events come in order: meta when a tier commits, the deltas, a
 // note if the answer broke off, done with the Result. Before commit
-// (StreamConfig: commit_after characters or commit_after_duration) a
-// failure, a first token later than first_token_timeout or a gap past
-// stall_timeout moves on invisibly. After commit a break ends the answer:
-// with the partial text and the note (on_stream_break note), or continued
-// by the next model tier (continue; never after a content-filter stop).
+// (StreamConfig: CommitAfter characters or CommitAfterDuration) a failure,
+// a first token later than FirstTokenTimeout or a gap past StallTimeout
+// moves on invisibly. After commit a break ends the answer with the
+// partial text and the note, or, with ContinueOnBreak, the next model
+// tier continues it (never after a content-filter stop).
 // The breakers hear a stream's outcome when it ends; interrupted and
 // continued answers are not cached.
 //

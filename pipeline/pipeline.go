@@ -31,7 +31,7 @@ var (
 // Defaults of Options.
 const (
 	defaultRequestTimeout = 12 * time.Second
-	DefaultCooldown       = 10 * time.Second
+	defaultCooldown       = 10 * time.Second
 )
 
 // Stage is one tier of a pipeline with the settings of its guards.
@@ -102,7 +102,7 @@ type Options struct {
 	// built across a reload is not cached under the new version.
 	KnowledgeBase KnowledgeBase
 	// Cooldown is how long a model is skipped after a 429 without
-	// Retry-After when its Candidate sets none; default DefaultCooldown.
+	// Retry-After when its Candidate sets none; default 10s.
 	Cooldown time.Duration
 	// StoreKind names where breaker state lives, for Status; default
 	// "memory".
@@ -127,7 +127,6 @@ type Pipeline struct {
 	models      map[string]*breaker.Breaker // "model/<id>" breakers by candidate ID; read-only after New
 	obs         Observer
 	limits      *admission
-	onLimit     string
 	rlConfig    RateLimitConfig
 	embedder    cache.Embedder   // Options.Embedder, as it is
 	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
@@ -182,11 +181,10 @@ func New(opts Options) (*Pipeline, error) {
 		models:      map[string]*breaker.Breaker{},
 		obs:         opts.Observer,
 		limits:      newAdmission(opts.RateLimit, opts.MaxTenants),
-		onLimit:     cmp.Or(opts.RateLimit.OnLimit, OnLimitDegrade),
 		rlConfig:    opts.RateLimit,
 		embedder:    opts.Embedder,
 		kb:          opts.KnowledgeBase,
-		cooldown:    cmp.Or(max(opts.Cooldown, 0), DefaultCooldown),
+		cooldown:    cmp.Or(max(opts.Cooldown, 0), defaultCooldown),
 		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
 		closers:     opts.Closers,
@@ -339,9 +337,3 @@ func (p *Pipeline) Close() error {
 	}
 	return errors.Join(errs...)
 }
-
-// On-limit policies of RateLimitConfig.OnLimit.
-const (
-	OnLimitDegrade = "degrade"
-	OnLimitReject  = "reject"
-)

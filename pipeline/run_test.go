@@ -242,7 +242,7 @@ func TestStaticTierIgnoresItsBreaker(t *testing.T) {
 	if n := primary.calls.Load(); n != 0 {
 		t.Errorf("primary called %d times with its breaker open, want 0", n)
 	}
-	want := []string{OutcomeBreakerOpen, OutcomeSuccess}
+	want := []string{outcomeBreakerOpen, OutcomeSuccess}
 	if len(res.Attempts) != len(want) {
 		t.Fatalf("attempts %+v, want outcomes %v", res.Attempts, want)
 	}
@@ -337,5 +337,18 @@ func TestRememberKeepsToTheBudget(t *testing.T) {
 	}
 	if err != nil || res.Source != tiers.SourcePrimary {
 		t.Fatalf("Ask = %v, %v; want the primary's answer", res, err)
+	}
+}
+
+// TestAttemptSkipped: the skip outcomes are the ones of a tier or model
+// not called; success and the failure kinds are calls.
+func TestAttemptSkipped(t *testing.T) {
+	for outcome, want := range map[string]bool{
+		"breaker_open": true, "bulkhead_full": true, "cooling_down": true, "over_quota": true, "budget_exhausted": true,
+		OutcomeSuccess: false, string(tiers.KindTimeout): false, string(tiers.KindCanceled): false, string(tiers.KindMiss): false,
+	} {
+		if got := (Attempt{Outcome: outcome}).Skipped(); got != want {
+			t.Errorf("Skipped() of %q = %v, want %v", outcome, got, want)
+		}
 	}
 }

@@ -50,12 +50,6 @@ type StreamEvent struct {
 	Result    *Result // done; must not be modified
 }
 
-// The values of StreamConfig.OnStreamBreak.
-const (
-	OnStreamBreakNote     = "note"
-	OnStreamBreakContinue = "continue"
-)
-
 // StreamConfig configures how a model tier streams (Pipeline.Stream).
 // Zero fields take the defaults written beside them.
 type StreamConfig struct {
@@ -75,11 +69,11 @@ type StreamConfig struct {
 	// time. With CommitAfter also set, the stream commits at whichever
 	// comes first.
 	CommitAfterDuration time.Duration
-	// OnStreamBreak says how a stream that breaks or stalls after commit
-	// ends: OnStreamBreakNote (the default) sends the partial answer with
-	// an interruption note; OnStreamBreakContinue lets the next model tier
-	// continue the answer, falling back to the note when none can.
-	OnStreamBreak string
+	// ContinueOnBreak says how a stream that breaks or stalls after commit
+	// ends: false sends the partial answer with an interruption note; true
+	// lets the next model tier continue the answer, falling back to the
+	// note when none can.
+	ContinueOnBreak bool
 	// ContinuePrompt is the instruction sent to the model tier that
 	// continues this tier's answer (see tiers.StreamRequest.ContinuePrompt);
 	// empty means tiers.DefaultContinuePrompt.
@@ -98,7 +92,7 @@ var interruptedNote = map[string]string{
 // tiers (cache, retrieval, static) send their answer as one delta. Before
 // a stream is committed, any failure or timeout moves on to the next
 // candidate or tier and fn sees nothing of it. A stream that breaks or
-// stalls after commit ends as its tier's StreamConfig.OnStreamBreak says.
+// stalls after commit ends as its tier's StreamConfig.ContinueOnBreak says.
 //
 // fn is called on the caller's goroutine, in order: meta, deltas, maybe a
 // note, then done with the Result, which Stream also returns. An error
@@ -214,7 +208,7 @@ func (sr *streamRun) broke(s *stage, a tiers.Answer, err error) bool {
 	}
 	joined := sr.join(a)
 	sr.partial, sr.prompt = &joined, s.Stream.ContinuePrompt
-	return s.Stream.OnStreamBreak != OnStreamBreakContinue || tiers.KindOf(err) == tiers.KindContentFilter
+	return !s.Stream.ContinueOnBreak || tiers.KindOf(err) == tiers.KindContentFilter
 }
 
 // join returns a appended to the partial answer it continues, if any.

@@ -251,15 +251,15 @@ var streamCases = []streamCase{
 }
 
 func TestStreamFaults(t *testing.T) {
-	for _, mode := range []string{OnStreamBreakNote, OnStreamBreakContinue} {
+	for _, mode := range []string{"note", "continue"} {
 		for _, tc := range streamCases {
 			t.Run(mode+"/"+tc.name, func(t *testing.T) {
 				want, bCalls := tc.note, tc.bCalls
-				if mode == OnStreamBreakContinue {
+				if mode == "continue" {
 					want, bCalls = tc.cont, tc.bCont
 				}
 				r := newStreamRig(t, StreamConfig{FirstTokenTimeout: streamWait, StallTimeout: streamWait,
-					CommitAfter: tc.commit, CommitAfterDuration: tc.hold, OnStreamBreak: mode}, nil)
+					CommitAfter: tc.commit, CommitAfterDuration: tc.hold, ContinueOnBreak: mode == "continue"}, nil)
 				r.srv.SetFault(streamA, tc.fault)
 				var ev events
 				res, err := r.p.Stream(context.Background(), tiers.Query{Tenant: "t", Question: streamQuest}, ev.add)
@@ -313,7 +313,7 @@ func streamQuery() tiers.Query { return tiers.Query{Tenant: "t", Question: strea
 
 func TestStreamContinueStitchesTheAnswer(t *testing.T) {
 	rec := &recorder{}
-	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, OnStreamBreak: OnStreamBreakContinue,
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true,
 		ContinuePrompt: "Carry on from: {partial}"}, nil)
 	r.p.obs = rec
 	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
@@ -353,7 +353,7 @@ func TestStreamContinueStitchesTheAnswer(t *testing.T) {
 }
 
 func TestStreamContinueFailsThenNotes(t *testing.T) {
-	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, OnStreamBreak: OnStreamBreakContinue}, nil)
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true}, nil)
 	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeStall, After: 3})
 	r.srv.SetFault(streamB, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
 	var ev events
@@ -533,7 +533,7 @@ func filteredMidStream(next http.Handler) http.Handler {
 // the next model to carry on would get round the filter. Like a content
 // filter before commit, it does not count against the model's breaker.
 func TestStreamContentFilterAfterCommitIsNotContinued(t *testing.T) {
-	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, OnStreamBreak: OnStreamBreakContinue}, filteredMidStream)
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true}, filteredMidStream)
 	var ev events
 	res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
 	if err != nil {
@@ -564,7 +564,7 @@ func TestStreamBreakAfterCommitTime(t *testing.T) {
 	rec := &recorder{}
 	// The stall timeout only bounds the wait should the time never commit.
 	r := newStreamRig(t, StreamConfig{StallTimeout: 2 * time.Second, CommitAfterDuration: 100 * time.Millisecond,
-		OnStreamBreak: OnStreamBreakNote}, nil)
+		ContinueOnBreak: false}, nil) // the partial answer and the note
 	r.p.obs = rec
 	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
 	release := r.srv.HoldBreaks()
