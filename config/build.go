@@ -241,15 +241,14 @@ func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	if b.kb != nil {
 		version = b.kb.Version
 	}
-	if tc.Kind == KindStaleCache {
-		return tiers.NewStaleCache(tiers.StaleCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb, KBVersion: version})
+	cc := tiers.CacheConfig{Name: tc.Name, Stale: tc.Kind == KindStaleCache, Cache: b.cache, Embedder: b.emb, KBVersion: version}
+	if !cc.Stale {
+		cc.StoreFrom = make([]tiers.Source, 0, len(tc.Cache.StoreFrom)) // not nil: store_from: [] stores nothing
+		for _, s := range tc.Cache.StoreFrom {
+			cc.StoreFrom = append(cc.StoreFrom, tiers.Source(s))
+		}
 	}
-	from := make([]tiers.Source, 0, len(tc.Cache.StoreFrom)) // not nil: store_from: [] stores nothing
-	for _, s := range tc.Cache.StoreFrom {
-		from = append(from, tiers.Source(s))
-	}
-	return tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: tc.Name, Cache: b.cache, Embedder: b.emb,
-		StoreFrom: from, KBVersion: version})
+	return tiers.NewCache(cc)
 }
 
 func closeAll(cs []io.Closer) {

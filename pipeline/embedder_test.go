@@ -40,7 +40,7 @@ func TestEmbedderGuardedByBreaker(t *testing.T) {
 		Embedder:      emb,
 		EmbedderModel: "embed",
 		Tiers: []Stage{
-			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c, Embedder: emb}),
+			{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: c, Embedder: emb}),
 				Breaker: breaker.Config{FailureThreshold: 50, OpenDuration: time.Minute}},
 			{Tier: tier("primary", tiers.SourcePrimary, answers("ok")), Model: true},
 		},
@@ -87,7 +87,7 @@ func TestEmbedderCooldownFromModel(t *testing.T) {
 		EmbedderModel:    "embed",
 		EmbedderCooldown: 5 * time.Second,
 		Tiers: []Stage{
-			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
+			{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
 				Breaker: breaker.Config{FailureThreshold: -1, FailureRate: -1}},
 			{Tier: tier("primary", tiers.SourcePrimary, answers("ok")), Model: true},
 		},
@@ -128,7 +128,7 @@ func TestCallerDeadlineIgnoredByEmbedderBreaker(t *testing.T) {
 		Embedder:       emb,
 		EmbedderModel:  "embed",
 		Tiers: []Stage{
-			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
+			{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
 				Breaker: breaker.Config{FailureThreshold: 100}},
 			{Tier: tiers.NewStatic("static", "sorry")},
 		},

@@ -69,7 +69,7 @@ func TestReloadDropsOldCacheEntries(t *testing.T) {
 	kb := &fakeKB{version: 1}
 	c := cache.New(cache.Config{})
 	p, _ := newTestPipeline(t, Options{KnowledgeBase: kb, Tiers: []Stage{
-		{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c,
+		{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: c,
 			Embedder: cache.NewHashEmbedder(64), KBVersion: kb.Version})},
 		{Tier: tier("primary", tiers.SourcePrimary, answers("policy")), Model: true},
 	}})
@@ -99,7 +99,7 @@ func TestReloadWhileCacheSkipped(t *testing.T) {
 		return tiers.Answer{Text: "policy"}, nil
 	})
 	p, _ := newTestPipeline(t, Options{KnowledgeBase: kb, Tiers: []Stage{
-		{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: c,
+		{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: c,
 			Embedder: cache.NewHashEmbedder(64), KBVersion: kb.Version})},
 		{Tier: primary, Model: true},
 	}})

@@ -307,7 +307,7 @@ func TestRememberKeepsToTheBudget(t *testing.T) {
 		Embedder:       emb,
 		EmbedderModel:  "embed",
 		Tiers: []Stage{
-			{Tier: tiers.NewSemanticCache(tiers.SemanticCacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
+			{Tier: tiers.NewCache(tiers.CacheConfig{Name: "cache", Cache: cache.New(cache.Config{}), Embedder: emb}),
 				Timeout: 20 * time.Millisecond, Breaker: breaker.Config{FailureThreshold: 1, OpenDuration: time.Minute}},
 			{Tier: tier("primary", tiers.SourcePrimary, answers("ok")), Model: true},
 		},

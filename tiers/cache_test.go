@@ -41,8 +41,8 @@ type cacheRig struct {
 	emb   *countingEmbedder
 	c     *cache.Cache
 	kb    atomic.Uint64
-	sem   *SemanticCache
-	stale *StaleCache
+	sem   *Cache
+	stale *Cache
 }
 
 func newCacheRig(t *testing.T, storeFrom []Source) *cacheRig {
@@ -52,8 +52,8 @@ func newCacheRig(t *testing.T, storeFrom []Source) *cacheRig {
 		emb:   &countingEmbedder{inner: cache.NewHashEmbedder(0)},
 	}
 	r.c = cache.New(cache.Config{TTL: time.Hour, Jitter: -1, Grace: 10 * time.Minute, Clock: r.clock})
-	r.sem = NewSemanticCache(SemanticCacheConfig{Cache: r.c, Embedder: r.emb, StoreFrom: storeFrom, KBVersion: r.kb.Load})
-	r.stale = NewStaleCache(StaleCacheConfig{Cache: r.c, Embedder: r.emb, KBVersion: r.kb.Load})
+	r.sem = NewCache(CacheConfig{Cache: r.c, Embedder: r.emb, StoreFrom: storeFrom, KBVersion: r.kb.Load})
+	r.stale = NewCache(CacheConfig{Stale: true, Cache: r.c, Embedder: r.emb, KBVersion: r.kb.Load})
 	return r
 }
 
@@ -260,12 +260,12 @@ func TestCacheTiersCanceled(t *testing.T) {
 }
 
 func TestCacheTiersWithoutCache(t *testing.T) {
-	for _, tier := range []Tier{NewSemanticCache(SemanticCacheConfig{}), NewStaleCache(StaleCacheConfig{})} {
+	for _, tier := range []Tier{NewCache(CacheConfig{}), NewCache(CacheConfig{Stale: true})} {
 		if _, err := tier.Answer(context.Background(), Query{Question: "q"}); err == nil || KindOf(err) == KindMiss {
 			t.Errorf("%s without a cache: err = %v, want a configuration error", tier.Name(), err)
 		}
 	}
-	NewSemanticCache(SemanticCacheConfig{}).Remember(context.Background(), Query{Question: "q"}, primary("a"))
+	NewCache(CacheConfig{}).Remember(context.Background(), Query{Question: "q"}, primary("a"))
 }
 
 func TestSemanticCacheConcurrent(t *testing.T) {
