@@ -8,11 +8,11 @@ import (
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
-// BulkheadConfig limits concurrent calls into a tier.
+// BulkheadConfig limits the calls in flight into one tier (Stage.Bulkhead).
 type BulkheadConfig struct {
-	MaxConcurrent int
-	MaxQueue      int
-	QueueTimeout  time.Duration
+	MaxConcurrent int           // calls at once; at least 1
+	MaxQueue      int           // calls that may wait for a slot; 0: none wait
+	QueueTimeout  time.Duration // the longest a call waits for a slot; 0: none wait
 }
 
 // bulkhead limits the calls in flight into one tier: at most max at once,

@@ -52,8 +52,8 @@ type Stage struct {
 	Breaker breaker.Config
 	// Bulkhead, if set, limits the calls in flight into the tier.
 	Bulkhead *BulkheadConfig
-	// Model marks a model tier: skipped for a tenant over its quota when
-	// on_limit is degrade.
+	// Model marks a model tier: skipped for a question over a rate limit
+	// unless RateLimitConfig.Reject refuses it.
 	Model bool
 	// Stream configures how the tier streams in Pipeline.Stream, if it is
 	// a tiers.StreamTier.
@@ -88,10 +88,10 @@ type Options struct {
 	// Embedder, if set, embeds each question once for the semantic cache
 	// and a hybrid retriever (tiers.Memo).
 	Embedder cache.Embedder
-	// EmbedderModel, if set, names the model (the models: id) behind
-	// Embedder: its calls then go through the breaker "model/<id>", with
-	// the default breaker settings, like any model call. Leave it
-	// empty for an embedder that needs no service (the hash embedder).
+	// EmbedderModel, if set, names the model behind Embedder: its calls
+	// then go through the breaker "model/<id>", with the default breaker
+	// settings, and its cooldown, like any model call. Leave it empty for
+	// an embedder that needs no service (the hash embedder).
 	EmbedderModel string
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
