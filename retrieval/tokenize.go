@@ -35,53 +35,53 @@ func tokens(text string) []string {
 // terms are substrings of text, so indexing them allocates nothing; emit
 // must copy a term it keeps past the call if it cares.
 func eachToken(text string, emit func(string)) {
-	t := tokenizer{text: text, emit: emit, wordStart: -1}
+	t := tokenizer{wordStart: -1}
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		t.take(i, r)
+		t.take(text, i, r, emit)
 		i += n
 	}
-	t.flushWord(len(text))
-	t.flushHan(len(text))
-	t.flushCont(len(text))
+	t.flushWord(text, len(text), emit)
+	t.flushHan(text, len(text), emit)
+	t.flushCont(text, len(text), emit)
 }
 
-// tokenizer is eachToken's state: the runs of text under way.
+// tokenizer is eachToken's state: the runs under way in its text. The
+// text and emit are passed to its methods rather than held, so that the
+// run offsets, which nothing keeps, need no heap.
 type tokenizer struct {
-	text      string
-	emit      func(string)
 	wordStart int   // byte offset of the current letter/digit run; -1: none
 	wordFold  bool  // the run needs lowercasing or full-width folding
 	hanOff    []int // byte offsets of the current CJK run's runes, plus its end
 	contOff   []int // byte offsets of the current Thai-like run's characters, plus its end
 }
 
-// take adds r, the rune at byte offset i, to its run, ending the runs it
-// does not belong to.
-func (t *tokenizer) take(i int, r rune) {
+// take adds r, the rune at byte offset i of text, to its run, ending the
+// runs it does not belong to.
+func (t *tokenizer) take(text string, i int, r rune, emit func(string)) {
 	full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
 	if full {
 		r -= 0xFEE0
 	}
 	switch {
 	case isCJK(r):
-		t.flushWord(i)
-		t.flushCont(i)
+		t.flushWord(text, i, emit)
+		t.flushCont(text, i, emit)
 		t.hanOff = append(t.hanOff, i)
 	case isContinuous(r):
 		if len(t.contOff) > 0 && unicode.Is(unicode.Mark, r) {
 			break // a vowel sign or tone mark: part of the character before it
 		}
-		t.flushWord(i)
-		t.flushHan(i)
+		t.flushWord(text, i, emit)
+		t.flushHan(text, i, emit)
 		if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
 			t.contOff = append(t.contOff, i)
 		} else {
-			t.flushCont(i) // a sign such as ฯ, ๆ or ๏: a separator
+			t.flushCont(text, i, emit) // a sign such as ฯ, ๆ or ๏: a separator
 		}
 	case unicode.IsLetter(r) || unicode.IsDigit(r):
-		t.flushHan(i)
-		t.flushCont(i)
+		t.flushHan(text, i, emit)
+		t.flushCont(text, i, emit)
 		if t.wordStart < 0 {
 			t.wordStart, t.wordFold = i, false
 		}
@@ -92,18 +92,19 @@ func (t *tokenizer) take(i int, r rune) {
 	case t.wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
 		t.wordFold = true // "रिफंड" is one word, not र, फ and ड
 	default:
-		t.flushWord(i)
-		t.flushHan(i)
-		t.flushCont(i)
+		t.flushWord(text, i, emit)
+		t.flushHan(text, i, emit)
+		t.flushCont(text, i, emit)
 	}
 }
 
-// flushWord emits the term of the letter/digit run ending at end, if any.
-func (t *tokenizer) flushWord(end int) {
+// flushWord emits the term of the letter/digit run of text ending at end,
+// if any.
+func (t *tokenizer) flushWord(text string, end int, emit func(string)) {
 	if t.wordStart < 0 {
 		return
 	}
-	w := t.text[t.wordStart:end]
+	w := text[t.wordStart:end]
 	t.wordStart = -1
 	if t.wordFold {
 		w = foldWord(w)
@@ -112,39 +113,40 @@ func (t *tokenizer) flushWord(end int) {
 		w = w[:i]
 	}
 	if term := englishTerm(w); term != "" {
-		t.emit(term)
+		emit(term)
 	}
 }
 
-// flushHan emits the characters and bigrams of the CJK run ending at end.
-func (t *tokenizer) flushHan(end int) {
+// flushHan emits the characters and bigrams of the CJK run of text ending
+// at end.
+func (t *tokenizer) flushHan(text string, end int, emit func(string)) {
 	if len(t.hanOff) == 0 {
 		return
 	}
-	off, text := append(t.hanOff, end), t.text
+	off := append(t.hanOff, end)
 	for i := 0; i+1 < len(off); i++ {
 		if r, _ := utf8.DecodeRuneInString(text[off[i]:]); !hanStop[r] {
-			t.emit(text[off[i]:off[i+1]])
+			emit(text[off[i]:off[i+1]])
 		}
 		if i+2 < len(off) && !stopPair(text[off[i]:off[i+2]]) {
-			t.emit(text[off[i]:off[i+2]])
+			emit(text[off[i]:off[i+2]])
 		}
 	}
 	t.hanOff = off[:0]
 }
 
-// flushCont emits the character pairs of the Thai-like run ending at end
-// (its one character, if it has only one).
-func (t *tokenizer) flushCont(end int) {
+// flushCont emits the character pairs of the Thai-like run of text ending
+// at end (its one character, if it has only one).
+func (t *tokenizer) flushCont(text string, end int, emit func(string)) {
 	if len(t.contOff) == 0 {
 		return
 	}
 	off := append(t.contOff, end)
 	if len(off) == 2 {
-		t.emit(t.text[off[0]:end])
+		emit(text[off[0]:end])
 	}
 	for i := 0; i+2 < len(off); i++ {
-		t.emit(t.text[off[i]:off[i+2]])
+		emit(text[off[i]:off[i+2]])
 	}
 	t.contOff = off[:0]
 }
