@@ -33,18 +33,18 @@ var _ cache.Embedder = (*GuardedEmbedder)(nil)
 
 // Embed embeds texts if the guard lets the call through.
 func (g *GuardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	release, ok := g.Guard.Acquire(ctx, embeddingTier, g.Model)
-	if !ok {
-		return nil, &Error{Kind: KindUnavailable, Tier: embeddingTier, Model: g.Model.ID, Err: ErrUnavailable}
-	}
-	cctx, note := withNote(ctx)
-	vs, err := g.Embedder.Embed(cctx, texts)
+	var vs [][]float32
+	err := GuardCall(ctx, g.Guard, embeddingTier, g.Model, func(ctx context.Context) error {
+		cctx, note := withNote(ctx)
+		var err error
+		if vs, err = g.Embedder.Embed(cctx, texts); err != nil {
+			return classifyEmbedding(g.Model.ID, err, ctx.Err(), note.retryAfter)
+		}
+		return nil
+	})
 	if err != nil {
-		te := classifyEmbedding(g.Model.ID, err, ctx.Err(), note.retryAfter)
-		release(te, Usage{})
-		return nil, te
+		return nil, err
 	}
-	release(nil, Usage{})
 	return vs, nil
 }
 

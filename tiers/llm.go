@@ -215,7 +215,7 @@ func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
 	if l.ret == nil {
 		return nil
 	}
-	docs, err := q.Memo.Docs(ctx, l.ret, q.Question, l.k)
+	docs, err := q.Memo.Docs(ctx, l.ret, q, l.k)
 	if err != nil {
 		return nil
 	}

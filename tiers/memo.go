@@ -9,8 +9,9 @@ import (
 )
 
 // Memo holds work done at most once per question and shared by the tiers of
-// one run: the question's embedding and its retrieved documents. A failed
-// embedding or retrieval is remembered too, so a dead service is asked once.
+// one run: the question's embedding and its retrieved (and reranked)
+// documents. A failed embedding or retrieval is remembered too, so a dead
+// service is asked once.
 // The zero Memo is ready to use; a nil *Memo does no memoization. A Memo is
 // safe for concurrent use and must not be reused across questions.
 type Memo struct {
@@ -20,6 +21,10 @@ type Memo struct {
 	// Embedder, if set, embeds the question once for the semantic cache and
 	// for a retriever that implements retrieval.VectorRetriever.
 	Embedder cache.Embedder
+	// Rerank, if set, reorders the retrieved documents once, through the
+	// guard of the tier that asks first; when it fails the retriever's
+	// order stands.
+	Rerank *Rerank
 
 	embOnce sync.Once
 	vec     []float32
@@ -62,24 +67,28 @@ func (m *Memo) Embedding(ctx context.Context, e cache.Embedder, question string)
 	return m.vec, m.embErr
 }
 
-// Docs returns the k documents most relevant to question from r, retrieving
-// max(k, m.K) on first use. With a nil m it always calls r. If ctx ends
-// before r is asked (the embedding took the caller's time), nothing is
-// remembered and a later call retrieves.
-func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string, k int) ([]retrieval.Doc, error) {
+// Docs returns the k documents most relevant to q.Question from r,
+// retrieving max(k, m.K) on first use (Rerank.Candidates if more) and
+// reranking them with m.Rerank, if set, through q.Guard. With a nil m it
+// always calls r. If ctx ends before r is asked (the embedding took the
+// caller's time), nothing is remembered and a later call retrieves.
+func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, q Query, k int) ([]retrieval.Doc, error) {
 	if m == nil {
-		return r.Retrieve(ctx, question, k)
+		return r.Retrieve(ctx, q.Question, k)
 	}
 	m.docsMu.Lock()
 	defer m.docsMu.Unlock()
 	if !m.docsDone {
 		n := max(k, m.K)
+		if m.Rerank != nil {
+			n = max(n, m.Rerank.candidates())
+		}
 		vr, byVector := r.(retrieval.VectorRetriever)
 		byVector = byVector && m.Embedder != nil
 		var vec []float32
 		if byVector {
 			var err error
-			if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
+			if vec, err = m.Embedding(ctx, m.Embedder, q.Question); err != nil {
 				vec = retrieval.NoVector // rank lexically; do not embed again
 			}
 		}
@@ -87,9 +96,12 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 			return nil, err // the retriever was not asked: not a failed retrieval
 		}
 		if byVector {
-			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
+			m.docs, m.docsErr = vr.RetrieveVector(ctx, q.Question, vec, n)
 		} else {
-			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
+			m.docs, m.docsErr = r.Retrieve(ctx, q.Question, n)
+		}
+		if m.docsErr == nil && m.Rerank != nil && len(m.docs) > 0 {
+			m.docs = m.Rerank.apply(ctx, q.Guard, q.Question, m.docs)
 		}
 		m.docsDone = true
 	}
