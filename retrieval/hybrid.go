@@ -3,7 +3,6 @@ package retrieval
 import (
 	"context"
 	"errors"
-	"fmt"
 	"hash/maphash"
 	"log/slog"
 	"math"
@@ -82,8 +81,9 @@ type Hybrid struct {
 	cfg  HybridConfig
 	seed maphash.Seed
 
-	ready atomic.Pointer[vectorSet] // the newest complete corpus vectors
-	bg    context.Context           // parent of background jobs, cancelled by Close
+	emb   atomic.Pointer[embedderRef] // the embedder in use: cfg.Embedder or UseEmbedder's
+	ready atomic.Pointer[vectorSet]   // the newest complete corpus vectors
+	bg    context.Context             // parent of background jobs, cancelled by Close
 	stop  context.CancelFunc
 	wg    sync.WaitGroup // background jobs
 	mu    sync.Mutex     // guards state
@@ -113,6 +113,8 @@ var (
 	errVersionChanged = errors.New("retrieval: the documents changed during the question")
 	// errClosed reports a wait on a closed Hybrid.
 	errClosed = errors.New("retrieval: hybrid retriever closed")
+	// errNoEmbedder reports documents to embed with no embedder in use.
+	errNoEmbedder = errors.New("retrieval: no embedder")
 )
 
 // maxCorpusTries bounds how often a question over a corpus other than a
@@ -153,6 +155,7 @@ func NewHybrid(cfg HybridConfig) *Hybrid {
 		state: corpusState{changed: make(chan struct{})},
 	}
 	h.bg, h.stop = context.WithCancel(context.Background())
+	h.UseEmbedder(cfg.Embedder)
 	return h
 }
 
@@ -192,7 +195,7 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 	for try := 1; ; try++ {
 		src := h.source()
 		lex, err := src.lexical.Retrieve(ctx, query, n)
-		if err != nil || h.cfg.Embedder == nil || isNoVector(vec) || len(tokens(query)) == 0 {
+		if err != nil || h.embedder() == nil || isNoVector(vec) || len(tokens(query)) == 0 {
 			return trim(lex, k), err
 		}
 		pool, err := h.pool(ctx, src, lex)
@@ -274,18 +277,6 @@ func (h *Hybrid) pool(ctx context.Context, src source, lex []Doc) (vectorPool, e
 		return vectorPool{}, nil
 	}
 	return vectorPool{docs: set.docs, vecs: set.vecs, isCorpus: true}, nil
-}
-
-// embedQuery embeds the question.
-func (h *Hybrid) embedQuery(ctx context.Context, query string) ([]float32, error) {
-	vs, err := h.cfg.Embedder.Embed(ctx, []string{query})
-	if err != nil {
-		return nil, fmt.Errorf("retrieval: embedding the question: %w", err)
-	}
-	if len(vs) != 1 || len(vs[0]) == 0 {
-		return nil, errors.New("retrieval: embedding the question: empty result")
-	}
-	return vs[0], nil
 }
 
 // blend ranks the lexical hits lex and the documents of pool that stand

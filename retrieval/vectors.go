@@ -2,7 +2,6 @@ package retrieval
 
 import (
 	"context"
-	"fmt"
 	"hash/maphash"
 	"sync"
 	"time"
@@ -160,6 +159,7 @@ func (h *Hybrid) run(ctx context.Context, job *vectorJob) {
 // embedCorpus embeds the documents of version, BatchSize at a time with at
 // most Concurrency batches in flight, each bounded by BatchTimeout.
 func (h *Hybrid) embedCorpus(ctx context.Context, job *vectorJob, docs []Doc, version uint64) (*vectorSet, error) {
+	emb := h.embedder()
 	set := &vectorSet{version: version, docs: docs, vecs: make([][]float32, len(docs)), keys: make([]uint64, len(docs))}
 	reuse := make(map[uint64][]float32)
 	if old := h.ready.Load(); old != nil {
@@ -194,7 +194,7 @@ func (h *Hybrid) embedCorpus(ctx context.Context, job *vectorJob, docs []Doc, ve
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			vs, err := h.embedBatch(ctx, docs, batch)
+			vs, err := h.embedBatch(ctx, emb, docs, batch)
 			if err != nil {
 				cancel(err)
 				return
@@ -210,24 +210,6 @@ func (h *Hybrid) embedCorpus(ctx context.Context, job *vectorJob, docs []Doc, ve
 		return nil, err
 	}
 	return set, nil
-}
-
-// embedBatch embeds the documents docs[i] for i in batch.
-func (h *Hybrid) embedBatch(ctx context.Context, docs []Doc, batch []int) ([][]float32, error) {
-	texts := make([]string, len(batch))
-	for j, i := range batch {
-		texts[j] = truncate(docs[i].Title+"\n"+docs[i].Text, h.cfg.MaxTextBytes)
-	}
-	ctx, cancel := context.WithTimeout(ctx, h.cfg.BatchTimeout)
-	defer cancel()
-	vs, err := h.cfg.Embedder.Embed(ctx, texts)
-	if err != nil {
-		return nil, fmt.Errorf("retrieval: embedding documents: %w", err)
-	}
-	if len(vs) != len(texts) {
-		return nil, fmt.Errorf("retrieval: embedding documents: got %d vectors for %d texts", len(vs), len(texts))
-	}
-	return vs, nil
 }
 
 // progress adds done documents to job's count and sets its total if
@@ -250,6 +232,7 @@ func (h *Hybrid) candidateVectors(ctx context.Context, docs []Doc) ([][]float32,
 		return nil, ctx.Err()
 	}
 	defer func() { <-h.sem }()
+	emb := h.embedder()
 	keys := make([]uint64, len(docs))
 	// out is filled as vectors are found or embedded: clearing the cache
 	// below must not lose the vectors of this call.
@@ -265,7 +248,7 @@ func (h *Hybrid) candidateVectors(ctx context.Context, docs []Doc) ([][]float32,
 	}
 	for start := 0; start < len(missing); start += h.cfg.BatchSize {
 		batch := missing[start:min(start+h.cfg.BatchSize, len(missing))]
-		vs, err := h.embedBatch(ctx, docs, batch)
+		vs, err := h.embedBatch(ctx, emb, docs, batch)
 		if err != nil {
 			return nil, err
 		}
@@ -294,7 +277,7 @@ func (h *Hybrid) key(d Doc) uint64 {
 // current version. Over a Retriever that is not a corpus, documents are
 // embedded with each question and the status is always ready.
 func (h *Hybrid) VectorStatus() VectorStatus {
-	if !h.isCorpus() || h.cfg.Embedder == nil {
+	if !h.isCorpus() || h.embedder() == nil {
 		return VectorStatus{Ready: true}
 	}
 	_, version, _ := h.corpusNow()
@@ -317,7 +300,7 @@ func (h *Hybrid) VectorStatus() VectorStatus {
 // current version in the background, if they are not ready or being
 // computed; questions start it too. It returns at once.
 func (h *Hybrid) StartVectors() {
-	if h.isCorpus() && h.cfg.Embedder != nil {
+	if h.isCorpus() && h.embedder() != nil {
 		if _, version, err := h.corpusNow(); err == nil {
 			h.ensure(version)
 		}

@@ -210,3 +210,26 @@ func TestHybridCloseStopsHangingEmbedding(t *testing.T) {
 		t.Errorf("status after Close = %+v, want not ready", st)
 	}
 }
+
+// TestHybridUseEmbedder: the embedder given by UseEmbedder embeds the
+// documents computed after it, and nil ranks lexically.
+func TestHybridUseEmbedder(t *testing.T) {
+	first, second := newHybridEmbedder(), newHybridEmbedder()
+	kb := newKB(t, hybridDocs)
+	h := newHybrid(t, retrieval.HybridConfig{Lexical: kb, Embedder: first})
+	h.UseEmbedder(second)
+	if err := h.WaitVectors(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if len(first.embedded()) != 0 || len(second.embedded()) != len(hybridDocs) {
+		t.Errorf("embedded %d texts with the first embedder, %d with the second; want 0 and %d",
+			len(first.embedded()), len(second.embedded()), len(hybridDocs))
+	}
+	h.UseEmbedder(nil)
+	if docs, err := h.Retrieve(context.Background(), "refund", 3); err != nil || !slices.Equal(ids(docs), []string{"a"}) {
+		t.Errorf("without an embedder: %v, %v; want the lexical [a]", ids(docs), err)
+	}
+	if st := h.VectorStatus(); !st.Ready {
+		t.Errorf("without an embedder the status is %+v, want ready (nothing to compute)", st)
+	}
+}
