@@ -43,8 +43,16 @@ type AuthKey struct {
 	Tenant string `yaml:"tenant"`
 }
 
+// Model kinds of Model.Kind.
+const (
+	ModelChat      = "chat"
+	ModelEmbedding = "embedding"
+	ModelRerank    = "rerank"
+)
+
 // Model is one OpenAI-compatible model endpoint.
 type Model struct {
+	Kind      string        `yaml:"kind"`        // chat (default), embedding or rerank (POST base_url/rerank, Jina/Cohere-compatible)
 	BaseURL   string        `yaml:"base_url"`    // http or https, without query or fragment
 	APIKeyEnv string        `yaml:"api_key_env"` // empty: no key (e.g. local Ollama)
 	Model     string        `yaml:"model"`       // the provider's model name; default: the entry's key
@@ -52,9 +60,26 @@ type Model struct {
 	Cooldown  time.Duration `yaml:"cooldown"`    // after a 429 without Retry-After; default 10s
 }
 
-// KnowledgeBase says where the knowledge base is.
+// KnowledgeBase says where the knowledge base is and how its documents
+// are ranked.
 type KnowledgeBase struct {
 	Path string `yaml:"path"` // a folder of Markdown and JSON Lines files; no default (required by a retrieval tier)
+	// MinRelevance is how many standard deviations above the question's
+	// mean similarity to the corpus a document's similarity must stand to
+	// be returned by vector search alone (retrieval.HybridConfig); default
+	// retrieval.DefaultMinRelevance (5); negative admits every vector hit.
+	// With the hash embedder such a document also needs cosine 0.99.
+	MinRelevance float64 `yaml:"min_relevance"`
+	Rerank       *Rerank `yaml:"rerank"` // nil: no reranking
+}
+
+// Rerank reranks each question's documents once with a rerank model
+// (tiers.Rerank).
+type Rerank struct {
+	Model      string        `yaml:"model"`      // required: a models: entry of kind rerank
+	Candidates int           `yaml:"candidates"` // documents retrieved and reranked; default 20
+	Timeout    time.Duration `yaml:"timeout"`    // default 800ms
+	MinScore   float64       `yaml:"min_score"`  // documents scored below it are dropped; default 0
 }
 
 // Redis enables shared breaker state and rate limits.

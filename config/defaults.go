@@ -47,12 +47,19 @@ func (c *Config) Defaults() {
 	if c.Models != nil {
 		models := make(map[string]Model, len(c.Models))
 		for id, m := range c.Models {
+			setIfZero(&m.Kind, ModelChat)
 			setIfZero(&m.Model, id)
 			setIfZero(&m.MaxTokens, 512)
 			setIfZero(&m.Cooldown, defaultCooldown)
 			models[id] = m
 		}
 		c.Models = models
+	}
+	if rr := c.KnowledgeBase.Rerank; rr != nil {
+		r := *rr // not the caller's: Build gets its Config by value
+		setIfZero(&r.Candidates, 20)
+		setIfZero(&r.Timeout, 800*time.Millisecond)
+		c.KnowledgeBase.Rerank = &r
 	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
 	rl := &c.RateLimit

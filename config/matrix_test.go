@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strings"
@@ -91,6 +92,9 @@ func newEmbedRig(t *testing.T) *embedRig {
 	}
 	clk := clock.NewManual(epoch)
 	p := mustBuild(t, cfg, Env{Clock: clk, HTTPClient: hc, KnowledgeBase: kb, Getenv: noEnv})
+	if err := p.WaitVectors(context.Background()); err != nil { // before the faults
+		t.Fatal(err)
+	}
 	return &embedRig{srv: srv, p: p, clk: clk}
 }
 

@@ -30,6 +30,7 @@ func (c *Config) Validate() error {
 	for _, id := range sortedKeys(c.Models) {
 		c.validateModel(&v, id)
 	}
+	c.validateKnowledgeBase(&v)
 	rl := c.RateLimit
 	v.number(rl.GlobalRPS, rl.GlobalRPS >= 0, "rate_limit.global_rps", "must be >= 0")
 	v.number(rl.TenantRPS, rl.TenantRPS >= 0, "rate_limit.tenant_rps", "must be >= 0")
@@ -57,6 +58,8 @@ func (c *Config) validateModel(v *validator, id string) {
 	v.check(err != nil || u.RawQuery == "" && !u.ForceQuery && u.Fragment == "", p+".base_url",
 		"must not carry a query or fragment (the endpoint path is appended to it)")
 	v.check(m.APIKeyEnv == "" || EnvName(m.APIKeyEnv), p+".api_key_env", NotEnvName)
+	v.check(m.Kind == ModelChat || m.Kind == ModelEmbedding || m.Kind == ModelRerank, p+".kind",
+		fmt.Sprintf(`must be "chat", "embedding" or "rerank", not %q`, m.Kind))
 	v.check(m.MaxTokens > 0, p+".max_tokens", "must be > 0")
 	v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
 }
@@ -109,11 +112,35 @@ func validateBreaker(v *validator, b *Breaker, p string) {
 	v.check(b.SuccessThreshold >= 0, p+".success_threshold", "must be >= 0")
 }
 
+func (c *Config) validateKnowledgeBase(v *validator) {
+	kb := c.KnowledgeBase
+	v.number(kb.MinRelevance, true, "knowledge_base.min_relevance", "")
+	rr := kb.Rerank
+	if rr == nil {
+		return
+	}
+	m, ok := c.Models[rr.Model]
+	switch {
+	case rr.Model == "":
+		v.add("knowledge_base.rerank.model", "is required")
+	case !ok:
+		v.add("knowledge_base.rerank.model", fmt.Sprintf("unknown model %q (not under models:)", rr.Model))
+	default:
+		v.check(m.Kind == ModelRerank, "knowledge_base.rerank.model",
+			fmt.Sprintf("model %q is of kind %q, not rerank", rr.Model, m.Kind))
+	}
+	v.check(rr.Candidates > 0, "knowledge_base.rerank.candidates", "must be > 0")
+	v.check(rr.Timeout > 0, "knowledge_base.rerank.timeout", "must be > 0")
+	v.number(rr.MinScore, true, "knowledge_base.rerank.min_score", "")
+}
+
 func (c *Config) validateLLM(v *validator, t LLMTier, p string) {
 	v.check(len(t.Models) > 0, p+".models", "at least one model is required")
 	for j, m := range t.Models {
-		_, ok := c.Models[m]
-		v.check(ok, fmt.Sprintf("%s.models[%d]", p, j), fmt.Sprintf("unknown model %q (not under models:)", m))
+		mc, ok := c.Models[m]
+		path := fmt.Sprintf("%s.models[%d]", p, j)
+		v.check(ok, path, fmt.Sprintf("unknown model %q (not under models:)", m))
+		v.check(!ok || mc.Kind == ModelChat, path, fmt.Sprintf("model %q is of kind %q, not chat", m, mc.Kind))
 	}
 	v.check(t.Source == "primary" || t.Source == "fallback", p+".source", `must be "primary" or "fallback"`)
 	v.check(t.ContextDocs >= 0, p+".context_docs", "must be >= 0")
@@ -126,9 +153,10 @@ func (c *Config) validateLLM(v *validator, t LLMTier, p string) {
 }
 
 func (c *Config) validateCache(v *validator, t CacheTier, p string) {
-	_, ok := c.Models[t.Embedder]
+	m, ok := c.Models[t.Embedder]
 	v.check(t.Embedder == hashEmbedder || ok, p+".embedder",
 		fmt.Sprintf(`must be "hash" or a model under models:, not %q`, t.Embedder))
+	v.check(!ok || m.Kind != ModelRerank, p+".embedder", fmt.Sprintf("model %q is of kind rerank, not embedding", t.Embedder))
 	v.number(t.Similarity, t.Similarity > 0 && t.Similarity <= 1, p+".similarity", "must be in (0, 1]")
 	v.check(t.TTL > 0, p+".ttl", "must be > 0")
 	v.check(t.MaxEntries > 0, p+".max_entries", "must be > 0")

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -57,4 +58,17 @@ func (p *Pipeline) guardEmbedder(ctx context.Context) *tiers.GuardedEmbedder {
 	}{g: embedGuard{p: p, b: p.embedGuard, caller: ctx}}
 	e.GuardedEmbedder = tiers.GuardedEmbedder{Embedder: p.embedder, Model: p.embedModel, Guard: &e.g}
 	return &e.GuardedEmbedder
+}
+
+// documentEmbedder returns the embedder of the documents: Options.Embedder
+// guarded like the questions' (breaker, cooldown), with no question whose
+// caller could go away; nil without an embedder.
+func (p *Pipeline) documentEmbedder() cache.Embedder {
+	switch {
+	case p.embedder == nil:
+		return nil
+	case p.embedGuard == nil:
+		return p.embedder
+	}
+	return p.guardEmbedder(context.Background())
 }

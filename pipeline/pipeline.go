@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -67,6 +69,15 @@ type KnowledgeBase interface {
 	Reload() error
 }
 
+// Vectors is a retriever that computes document vectors in the
+// background, as retrieval.Hybrid does.
+type Vectors interface {
+	UseEmbedder(cache.Embedder)
+	StartVectors()
+	VectorStatus() retrieval.VectorStatus
+	WaitVectors(ctx context.Context) error
+}
+
 // Options configures New. Zero fields take the defaults written beside
 // them.
 type Options struct {
@@ -96,6 +107,17 @@ type Options struct {
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
 	EmbedderCooldown time.Duration
+	// Rerank, if set, reranks each question's documents once, in the Memo,
+	// through the breaker "model/<Rerank.Model.ID>" (default settings, the
+	// first stage's store) and its cooldown, as an attempt of tier
+	// "rerank"; the retriever's order stands when it fails.
+	Rerank *tiers.Rerank
+	// Vectors, if set, computes document vectors in the background (a
+	// retrieval.Hybrid over the knowledge base): New hands it Embedder,
+	// through the breaker and cooldown of EmbedderModel like the
+	// questions' embeddings but with no question's attempts, starts it,
+	// and Status reports whether the vectors are ready.
+	Vectors Vectors
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase, and its version when a question starts is the
 	// one the question's Memo carries (tiers.Memo.KBVersion): an answer
@@ -132,6 +154,8 @@ type Pipeline struct {
 	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
 	embedGuard  *breaker.Breaker // embedModel's breaker; nil: the embedder needs no guard
 	memoK       int
+	rerank      *tiers.Rerank // Options.Rerank
+	vectors     Vectors
 	kb          KnowledgeBase
 	cooldown    time.Duration
 	cool        cooldowns
@@ -205,6 +229,10 @@ func New(opts Options) (*Pipeline, error) {
 		p.embedModel = tiers.Candidate{ID: opts.EmbedderModel, Cooldown: opts.EmbedderCooldown}
 		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))
 	}
+	if rr := opts.Rerank; rr != nil {
+		p.rerank = rr
+		p.models[rr.Model.ID] = p.breakers.GetWith("model/"+rr.Model.ID, p.breakerConfig(breaker.Config{Store: opts.Tiers[0].Breaker.Store}))
+	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {
 		if st.Tier == nil {
@@ -216,6 +244,11 @@ func New(opts Options) (*Pipeline, error) {
 		}
 		names[name] = true
 		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
+	}
+	if opts.Vectors != nil {
+		p.vectors = opts.Vectors
+		p.vectors.UseEmbedder(p.documentEmbedder())
+		p.vectors.StartVectors()
 	}
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {

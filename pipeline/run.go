@@ -86,10 +86,12 @@ type question struct {
 func (r *run) record(a Attempt) { r.settle(nil, nil, a) }
 
 // settle records attempt a, counting it as one of the candidate attempts
-// reported through guard g if g is not nil, and empties candidate call
-// cc, if not nil, for the next one.
+// reported through guard g if g is not nil and a is an attempt of g's
+// stage (not of a step such as "rerank" the stage's call made on the
+// question's behalf), and empties candidate call cc, if not nil, for the
+// next one.
 func (r *run) settle(g *candidateGuard, cc *candidateCall, a Attempt) {
-	if g != nil {
+	if g != nil && a.Tier == g.stage.name {
 		g.reported.Add(1)
 	}
 	r.mu.Lock()
@@ -108,7 +110,7 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Qu
 	r.guard.run = r
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
-		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
+		r.memo.K, r.memo.Embedder, r.memo.Rerank = p.memoK, p.embedder, p.rerank
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
 		}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
@@ -39,16 +40,40 @@ type CacheStatus struct {
 	Entries int    `json:"entries"`
 }
 
-// KnowledgeBaseInfo tells which version of the knowledge base is loaded.
+// KnowledgeBaseInfo tells which version of the knowledge base is loaded
+// and, with a hybrid retriever, whether its document vectors are ready.
 type KnowledgeBaseInfo struct {
-	Loaded  bool   `json:"loaded"`
-	Version uint64 `json:"version"`
+	Loaded  bool         `json:"loaded"`
+	Version uint64       `json:"version"`
+	Vectors *VectorsInfo `json:"vectors,omitempty"`
+}
+
+// VectorsInfo tells whether the document vectors of the knowledge base's
+// current version are ready; until they are, questions are ranked by
+// words alone.
+type VectorsInfo struct {
+	Ready    bool      `json:"ready"`
+	Version  uint64    `json:"version"`         // the version they are (being) computed for
+	Done     int       `json:"done"`            // documents embedded so far
+	Total    int       `json:"total"`           // documents of that version
+	Error    string    `json:"error,omitempty"` // the last failure, while not ready
+	FailedAt time.Time `json:"failed_at,omitzero"`
 }
 
 // StoreStatus tells where breaker state lives and whether it is reachable.
 type StoreStatus struct {
 	Kind    string `json:"kind"` // "memory" or "redis"
 	Healthy bool   `json:"healthy"`
+}
+
+// WaitVectors waits until the document vectors of the knowledge base's
+// current version are ready (nil at once without Options.Vectors), their
+// computation fails (its error), or ctx is done.
+func (p *Pipeline) WaitVectors(ctx context.Context) error {
+	if p.vectors == nil {
+		return nil
+	}
+	return p.vectors.WaitVectors(ctx)
 }
 
 // sizer is a tier that knows how many entries it holds (the caches).
@@ -76,6 +101,13 @@ func (p *Pipeline) Status() Status {
 	}
 	if p.kb != nil {
 		st.KnowledgeBase = KnowledgeBaseInfo{Loaded: true, Version: p.kb.Version()}
+	}
+	if p.vectors != nil {
+		vs := p.vectors.VectorStatus()
+		st.KnowledgeBase.Vectors = &VectorsInfo{Ready: vs.Ready, Version: vs.Version, Done: vs.Done, Total: vs.Total, FailedAt: vs.Failed}
+		if vs.Err != nil {
+			st.KnowledgeBase.Vectors.Error = vs.Err.Error()
+		}
 	}
 	if h, ok := p.storeHealth.(healther); ok {
 		st.Store.Healthy = h.Healthy()
