@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -308,5 +310,32 @@ tiers:
 		if res.Source != tc.want {
 			t.Errorf("semantic_cache{%s}: second answer from %s, want %s", tc.storeFrom, res.Source, tc.want)
 		}
+	}
+}
+
+// TestBuildWiresRerankAndVectors: knowledge_base.rerank reaches the
+// pipeline with its defaults and the model's cooldown, and a cache tier's
+// embedder over the knowledge base makes a hybrid retriever that the
+// pipeline runs and closes.
+func TestBuildWiresRerankAndVectors(t *testing.T) {
+	cfg := mustParse(t, `models: {r: {base_url: "http://127.0.0.1:1/v1", kind: rerank, cooldown: 3s}}
+knowledge_base: {path: ../testdata/kb, min_relevance: 3, rerank: {model: r, min_score: 0.2}}
+tiers: [{kind: semantic_cache}, {kind: retrieval}, {kind: static}]`)
+	opts, err := options(cfg, Env{Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeAll(opts.Closers)
+	rr := opts.Rerank
+	if rr == nil || rr.Model.ID != "r" || rr.Model.Cooldown != 3*time.Second || rr.Candidates != 20 ||
+		rr.Timeout != 800*time.Millisecond || rr.MinScore != 0.2 {
+		t.Fatalf("rerank %+v, want model r (cooldown 3s), 20 candidates, 800ms, min score 0.2", rr)
+	}
+	h, ok := opts.Vectors.(*retrieval.Hybrid)
+	if !ok || !slices.ContainsFunc(opts.Closers, func(c io.Closer) bool { return c == h }) {
+		t.Fatalf("vectors %T, closers %v: want the hybrid retriever, closed with the pipeline", opts.Vectors, opts.Closers)
+	}
+	if opts.Rerank.Reranker == nil {
+		t.Error("no reranker")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 func TestConfigErrorsNameTheField(t *testing.T) {
 	const models = "models: {m: {base_url: \"http://127.0.0.1:1/v1\"}}\n"
+	const rerankModels = "models: {r: {base_url: \"http://127.0.0.1:1/v1\", kind: rerank}}\n"
 	tests := []struct {
 		name, yaml, want string
 	}{
@@ -50,6 +51,17 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"infinite slow call rate", "tiers: [{kind: static, breaker: {slow_call_rate: -.Inf}}]", "tiers[0].breaker.slow_call_rate: must be a finite number"},
 		{"infinite open backoff", "tiers: [{kind: static, breaker: {open_backoff: .inf}}]", "tiers[0].breaker.open_backoff: must be a finite number"},
 		{"auth key without tenant", "auth: {keys: [{key_env: K}]}\ntiers: [{kind: static}]", "auth.keys[0].tenant: is required"},
+		{"model kind", "models: {m: {base_url: \"http://x/v1\", kind: vision}}\ntiers: [{kind: static}]", `models.m.kind: must be "chat", "embedding" or "rerank"`},
+		{"rerank model as llm", rerankModels + "tiers: [{kind: llm, models: [r]}]", `tiers[0].models[0]: model "r" is of kind "rerank", not chat`},
+		{"rerank model as embedder", rerankModels + "tiers: [{kind: semantic_cache, embedder: r}]", `tiers[0].embedder: model "r" is of kind rerank`},
+		{"rerank without model", "knowledge_base: {rerank: {timeout: 1s}}\ntiers: [{kind: static}]", "knowledge_base.rerank.model: is required"},
+		{"rerank unknown model", "knowledge_base: {rerank: {model: nope}}\ntiers: [{kind: static}]", `knowledge_base.rerank.model: unknown model "nope"`},
+		{"rerank chat model", models + "knowledge_base: {rerank: {model: m}}\ntiers: [{kind: static}]", `knowledge_base.rerank.model: model "m" is of kind "chat", not rerank`},
+		{"rerank candidates", rerankModels + "knowledge_base: {rerank: {model: r, candidates: -1}}\ntiers: [{kind: static}]", "knowledge_base.rerank.candidates: must be > 0"},
+		{"rerank timeout", rerankModels + "knowledge_base: {rerank: {model: r, timeout: -1s}}\ntiers: [{kind: static}]", "knowledge_base.rerank.timeout: must be > 0"},
+		{"rerank min_score", rerankModels + "knowledge_base: {rerank: {model: r, min_score: .nan}}\ntiers: [{kind: static}]", "knowledge_base.rerank.min_score: must be a finite number"},
+		{"unknown rerank field", rerankModels + "knowledge_base: {rerank: {model: r, top_n: 3}}\ntiers: [{kind: static}]", "knowledge_base.rerank.top_n: unknown field"},
+		{"min_relevance", "knowledge_base: {min_relevance: .inf}\ntiers: [{kind: static}]", "knowledge_base.min_relevance: must be a finite number"},
 		{"not yaml", "tiers: [", "config: yaml:"},
 	}
 	for _, tt := range tests {
@@ -71,6 +83,7 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 // the YAML (directly or through a merge key) or from a Config built in Go.
 func TestTierFieldOfAnotherKind(t *testing.T) {
 	const models = "models: {m: {base_url: \"http://127.0.0.1:1/v1\"}}\n"
+	const rerankModels = "models: {r: {base_url: \"http://127.0.0.1:1/v1\", kind: rerank}}\n"
 	tests := []struct {
 		name, yaml, want string
 	}{
