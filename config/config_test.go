@@ -218,7 +218,7 @@ func TestReadmeConfigReference(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatalf("README configuration reference: %v", err)
 	}
-	if len(cfg.Tiers) != 6 || len(cfg.Models) != 2 {
-		t.Errorf("parsed %d tiers and %d models, want 6 and 2", len(cfg.Tiers), len(cfg.Models))
+	if len(cfg.Tiers) != 6 || len(cfg.Models) != 3 || cfg.KnowledgeBase.Rerank == nil {
+		t.Errorf("parsed %d tiers, %d models and rerank %v; want 6, 3 and a rerank", len(cfg.Tiers), len(cfg.Models), cfg.KnowledgeBase.Rerank)
 	}
 }

@@ -15,7 +15,7 @@ var DefaultIntro = map[string]string{
 	"zh": "以下是知识库中与您的问题最相关的内容：",
 }
 
-// snippetRunes caps the text shown for each document.
+// snippetRunes caps the passage shown for each document.
 const snippetRunes = 280
 
 // RetrievalConfig configures a retrieval tier. Zero fields take the
@@ -72,7 +72,20 @@ func (r *Retrieval) Source() Source { return SourceRetrieval }
 // DocsWanted returns how many documents the tier shows.
 func (r *Retrieval) DocsWanted() int { return r.k }
 
-// Answer formats the top documents for q. It fails with KindNoDocs when
+// passage returns the passage of d that answers question best (see
+// retrieval.BestPassage) on one line, at most snippetRunes long, with
+// "…" where it starts inside the text.
+func passage(question string, d retrieval.Doc) string {
+	p := retrieval.BestPassage(question, d, snippetRunes-1)
+	s := oneLine(p.Text)
+	if p.Start > 0 && s != "" {
+		s = "…" + s
+	}
+	return s
+}
+
+// Answer formats the top documents for q, each with its title, the
+// passage that answers q best and its URL. It fails with KindNoDocs when
 // nothing relevant is found.
 func (r *Retrieval) Answer(ctx context.Context, q Query) (Answer, error) {
 	if r.ret == nil {
@@ -102,7 +115,7 @@ func (r *Retrieval) Answer(ctx context.Context, q Query) (Answer, error) {
 	b.WriteString(intro)
 	for i, d := range docs {
 		b.WriteString("\n\n" + strconv.Itoa(i+1) + ". " + oneLine(d.Title))
-		if s := clip(oneLine(d.Text), snippetRunes); s != "" {
+		if s := passage(q.Question, d); s != "" {
 			b.WriteString("\n" + s)
 		}
 		if d.URL != "" {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/ragfuse/ragfuse/retrieval"
 )
 
 func TestRetrievalTier(t *testing.T) {
@@ -56,5 +58,30 @@ func TestRetrievalOnceThroughMemo(t *testing.T) {
 	}
 	if ret.calls != 1 {
 		t.Fatalf("retriever called %d times, want 1", ret.calls)
+	}
+}
+
+// TestRetrievalTierQuotesThePassage: each document is shown by the
+// passage that answers the question, not by its opening.
+func TestRetrievalTierQuotesThePassage(t *testing.T) {
+	doc := retrieval.Doc{ID: "returns", Title: "Returns", URL: "https://help.example/returns",
+		Text: "You can return most items within 7 days of delivery.\n\n" +
+			"Faulty items can be returned within 30 days; we pay the return postage.\n\n" +
+			"Refunds go back to the original payment method."}
+	r := NewRetrieval(RetrievalConfig{Retriever: &fakeRetriever{docs: []retrieval.Doc{doc}}, TopK: 1})
+	a, err := r.Answer(context.Background(), Query{Question: "who pays the postage for a faulty item?"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "1. Returns\n…Faulty items can be returned within 30 days; we pay the return postage.\nhttps://help.example/returns"
+	if !strings.HasSuffix(a.Text, want) {
+		t.Errorf("answer %q, want it to end with %q", a.Text, want)
+	}
+	if a.Docs[0].Text != doc.Text {
+		t.Errorf("the answer's document lost its text: %q", a.Docs[0].Text)
+	}
+	a, _ = r.Answer(context.Background(), Query{Question: "can I send an item back within 7 days of delivery"})
+	if !strings.Contains(a.Text, "1. Returns\nYou can return most items") {
+		t.Errorf("the opening answers best, got %q", a.Text)
 	}
 }
