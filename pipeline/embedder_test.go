@@ -3,12 +3,16 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"io"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/retrieval"
+	"github.com/ragfuse/ragfuse/retrieval/embedtest"
 	"github.com/ragfuse/ragfuse/tiers"
 	openai "github.com/sashabaranov/go-openai"
 )
@@ -148,5 +152,53 @@ func TestCallerDeadlineIgnoredByEmbedderBreaker(t *testing.T) {
 	if s := b.Snapshot(); s.Calls != 0 || b.State() != breaker.StateClosed {
 		t.Fatalf("embeddings cut short by the caller's deadline were counted: %d failures of %d calls, state %v (embedder calls %d)",
 			s.Failures, s.Calls, b.State(), emb.calls.Load())
+	}
+}
+
+// TestOutOfDomainUnderAnyEmbedder: through the pipeline (the Memo embeds
+// the question, the hybrid retriever's document vectors come from the
+// background), a made-up question falls to the static tier under an
+// embedder without signal, one whose unrelated texts score 0.75 and a
+// dense one with signal, and so does every out-of-domain question the
+// keyword index finds nothing for; a covered question is still answered
+// by the retrieval tier.
+func TestOutOfDomainUnderAnyEmbedder(t *testing.T) {
+	kb, err := retrieval.Open("../testdata/kb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	questions := append(embedtest.Nonsense(20), "What is the weather on Mars?", "企鹅怎么飞", "Who won the world cup in 2018?", "怎么做红烧肉")
+	for _, tt := range []struct {
+		name string
+		emb  cache.Embedder
+	}{
+		{"no signal", embedtest.NoSignal{}},
+		{"unrelated at 0.75", embedtest.Offset{Embedder: embedtest.NoSignal{}, Base: 0.75}},
+		{"dense with signal", embedtest.Noisy{Embedder: cache.NewHashEmbedder(0), Noise: 0.3}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Logger: slog.New(slog.DiscardHandler)})
+			p, _ := newTestPipeline(t, Options{
+				Tiers: []Stage{
+					{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: h}), Timeout: time.Second},
+					{Tier: tiers.NewStatic("static", "sorry"), Timeout: time.Second},
+				},
+				Embedder: tt.emb, Vectors: h, Closers: []io.Closer{h},
+			})
+			if err := p.WaitVectors(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			for _, q := range questions {
+				if lex, _ := kb.Retrieve(context.Background(), q, 3); len(lex) > 0 {
+					t.Fatalf("%q has keyword hits %v: not a question for this test", q, lex)
+				}
+				if res := ask(t, p, q); res.Source != tiers.SourceStatic {
+					t.Errorf("%q answered by %s with %v, want static", q, res.Source, res.Docs)
+				}
+			}
+			if res := ask(t, p, "How long does a refund take?"); res.Source != tiers.SourceRetrieval || len(res.Docs) == 0 {
+				t.Errorf("covered question answered by %s with %v", res.Source, res.Docs)
+			}
+		})
 	}
 }

@@ -3,9 +3,7 @@ package retrieval_test
 import (
 	"context"
 	"math"
-	"math/rand/v2"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/ragfuse/ragfuse/cache"
@@ -139,32 +137,6 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// nonsense returns n made-up questions, half Latin consonant strings
-// ("jxvjxjqzv vxzvjvqjzq?"), half runs of random Chinese characters, the
-// same in every run.
-func nonsense(n int) []string {
-	rng := rand.New(rand.NewPCG(21, 21))
-	out := make([]string, n)
-	for i := range out {
-		var sb strings.Builder
-		for w := range 2 + rng.IntN(3) {
-			if w > 0 && i%2 == 0 {
-				sb.WriteByte(' ')
-			}
-			for range 4 + rng.IntN(6) {
-				if i%2 == 0 {
-					sb.WriteByte("bcdfghjklmnpqrstvwxz"[rng.IntN(20)])
-				} else {
-					sb.WriteRune(rune(0x4E00 + rng.IntN(0x9FA5-0x4E00)))
-				}
-			}
-		}
-		sb.WriteByte('?')
-		out[i] = sb.String()
-	}
-	return out
-}
-
 // testEmbedders are the embedders the relevance floor is tested under:
 // one without signal (random vectors), one whose unrelated texts all
 // score about 0.75, a dense one with signal (the hash embedder's, mixed
@@ -203,7 +175,7 @@ func TestOutOfDomainUnderEmbedders(t *testing.T) {
 	for _, c := range loadOOD(t) {
 		questions = append(questions, c.Question)
 	}
-	junk := nonsense(20)
+	junk := embedtest.Nonsense(20)
 	questions = append(questions, junk...)
 	for _, tt := range testEmbedders() {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,7 +226,7 @@ func TestStandingFigures(t *testing.T) {
 	for _, c := range loadOOD(t) {
 		outside = append(outside, c.Question)
 	}
-	outside = append(outside, nonsense(1000)...)
+	outside = append(outside, embedtest.Nonsense(1000)...)
 	ctx := context.Background()
 	for _, tt := range testEmbedders() {
 		dv, err := tt.emb.Embed(ctx, texts)

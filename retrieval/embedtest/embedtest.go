@@ -1,10 +1,12 @@
 // Package embedtest provides embedders for tests of code that ranks by
-// embeddings, standing in for embedding models whose scores mean little:
-// NoSignal, whose vectors carry no information about the text, and
-// Offset, which lifts every similarity of another embedder towards one
-// value, as several popular embedding models do for unrelated texts.
-// With cache.HashEmbedder as the embedder that carries signal, they let a
-// test show that a relevance rule holds whatever the embedder's scale.
+// embeddings, standing in for embedding models whose scores mean little or
+// sit on an unusual scale: NoSignal, whose vectors carry no information
+// about the text; Offset, which lifts every similarity of another embedder
+// towards one value, as several popular embedding models do for unrelated
+// texts; and Noisy, which mixes random noise into another embedder's
+// vectors, as a dense model's unrelated texts scatter. With them, and the
+// made-up questions of Nonsense, a test shows that a relevance rule holds
+// whatever the embedder's scale.
 package embedtest
 
 import (
@@ -12,6 +14,7 @@ import (
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
+	"strings"
 
 	"github.com/ragfuse/ragfuse/cache"
 )
@@ -138,4 +141,31 @@ func (n Noisy) Embed(ctx context.Context, texts []string) ([][]float32, error) {
 		out[i] = unit(w)
 	}
 	return out, nil
+}
+
+// Nonsense returns n made-up questions, the same on every call: half are
+// strings of Latin consonants ("jxvjxjqzv vxzvjvqjzq?"), half runs of
+// random Chinese characters. No knowledge base covers them, so a
+// retriever must return nothing for them whatever the embedder.
+func Nonsense(n int) []string {
+	rng := rand.New(rand.NewPCG(21, 21))
+	out := make([]string, n)
+	for i := range out {
+		var sb strings.Builder
+		for w := range 2 + rng.IntN(3) {
+			if w > 0 && i%2 == 0 {
+				sb.WriteByte(' ')
+			}
+			for range 4 + rng.IntN(6) {
+				if i%2 == 0 {
+					sb.WriteByte("bcdfghjklmnpqrstvwxz"[rng.IntN(20)])
+				} else {
+					sb.WriteRune(rune(0x4E00 + rng.IntN(0x9FA5-0x4E00)))
+				}
+			}
+		}
+		sb.WriteByte('?')
+		out[i] = sb.String()
+	}
+	return out
 }
