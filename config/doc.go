@@ -40,8 +40,12 @@
 // Build turns a Config into a *pipeline.Pipeline through pipeline.New: it
 // opens the knowledge base (or takes Env.KnowledgeBase), makes one
 // go-openai client per model, one cache and embedder shared by the cache
-// tiers (blended into a hybrid retriever so a question is embedded once),
-// and the stages with their breakers and bulkheads. With redis.url it
+// tiers (blended into a hybrid retriever so a question is embedded once,
+// its document vectors computed in the background with
+// knowledge_base.min_relevance as its vector floor), a rerank client for
+// knowledge_base.rerank (a model of kind rerank), and the stages with
+// their breakers and bulkheads. A model's kind (chat, embedding, rerank)
+// says where it may be used. With redis.url it
 // opens a breaker/redisstore Store under redis.prefix, whose breakers and
 // rate limits every instance shares; the pipeline's Close closes it. An
 // unreachable Redis does not fail Build: the pipeline runs on local state

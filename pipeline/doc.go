@@ -31,8 +31,13 @@
 //
 // The budget is Options.RequestTimeout from when Ask was called, or the
 // caller's shorter deadline; no call outlives it. Documents are retrieved
-// and the question embedded once per question (tiers.Memo); the model of
-// Options.EmbedderModel has its breaker and cooldown like a chat model.
+// (and, with Options.Rerank, reranked: an attempt of tier "rerank") and
+// the question embedded once per question (tiers.Memo); the models of
+// Options.EmbedderModel and Options.Rerank have their breakers and
+// cooldowns like a chat model's, and a failed rerank keeps the
+// retriever's order. Options.Vectors embeds the documents in the
+// background through the embedding model's breaker, never inside a
+// question's time; Status says when its vectors are ready.
 //
 // # Classification
 //

@@ -22,8 +22,13 @@
 // each attempt) is not built in: the tier asks Query.Guard, a
 // CandidateGuard, before each candidate and releases it exactly once with
 // the call's outcome, also when the call panics. With no guard, every
-// candidate is tried. GuardedEmbedder puts an embedding model behind the
-// same kind of guard, its errors classified as a chat call's.
+// candidate is tried. GuardCall puts any other model call a question
+// makes behind the same guard, as a step with a tier name of its own:
+// GuardedEmbedder does so for an embedding model, the Memo for a rerank
+// ("rerank"). Their errors are classified as a chat call's.
+//
+// RerankClient calls the Jina/Cohere-compatible rerank API (POST
+// {base_url}/rerank) with the standard library's HTTP client.
 //
 // A StreamTier (the llm tier) streams an answer: text is held back until
 // the stream is committed (StreamRequest.CommitAfter characters or
@@ -35,7 +40,13 @@
 //
 // Memo holds what is done at most once per question and shared by the
 // tiers of one run: the embedding and the retrieved documents, failures
-// included, and the knowledge-base version the question started on. The
+// included, and the knowledge-base version the question started on. With
+// a Rerank it retrieves Rerank.Candidates documents and reranks them once,
+// through the guard of the tier that asks first; a failed, timed-out or
+// skipped rerank keeps the retriever's order, and MinScore drops the
+// documents scored below it. The retrieval tier shows each document by
+// its title, the passage that answers the question (retrieval.BestPassage)
+// and its URL. The
 // semantic cache writes back only complete answers from its StoreFrom
 // sources, built on that version with their documents.
 //
