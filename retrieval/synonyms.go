@@ -153,11 +153,18 @@ func hasCJK(s string) bool {
 // matches the bigrams 不想, 想要 of a question whatever characters lie
 // between them in all.
 func eachSynonym(all []string, fn func(syn string, from []string)) {
-	var run []string // all without CJK unigrams
+	phrased := false // some term starts a phrase
 	for i, t := range all {
 		for _, s := range synonyms[t] {
 			fn(s, all[i:i+1])
 		}
+		phrased = phrased || len(phrases[t]) > 0
+	}
+	if !phrased {
+		return
+	}
+	run := make([]string, 0, len(all)) // all without CJK unigrams
+	for _, t := range all {
 		if !isUnigram(t) {
 			run = append(run, t)
 		}
