@@ -51,6 +51,19 @@
 // bring a document that shares no word with the question near it only
 // through bucket collisions, so there they re-rank the keyword hits.
 //
+// # Follow-ups
+//
+// A follow-up ("and who pays the postage?") often names nothing a document
+// can match. RetrieveFollowUp searches for a FollowUp, the question with
+// the earlier user turns of its conversation, without any model: the
+// question's terms count in full, and the words of the last ContextTurns
+// earlier turns that some document contains join them at ContextWeight
+// (0.5 for the newest, halving per older turn), in the BM25 score and in
+// the relevance floor. Those words can let a document over the floor but
+// never keep one out: a document covering enough of the question alone
+// passes as before. A Retriever without RetrieveFollowUp gets
+// FollowUp.Text, the question and then the earlier turns, newest first.
+//
 // KnowledgeBase loads Markdown articles with front matter and JSON Lines
 // files (see OpenFS), indexes them and serves Retrieve from an immutable
 // snapshot. Reload re-reads the source and swaps the snapshot atomically:
@@ -106,4 +119,23 @@
 // lexical rule can tell apart. TestConfusablePairs checks that questions
 // differing in one word or number ("如何开发票" and "如何取消发票",
 // 7-day and 30-day returns) rank different articles first.
+//
+// testdata/kb-followups.jsonl holds 82 conversations (41 Chinese, 41
+// English) whose last question needs its history:
+//
+//	go test ./retrieval -run 'TestFollowUp' -v
+//
+//	recall@3  follow-up query  bare question
+//	zh        0.83             0.46
+//	en        0.61             0.34
+//	all       0.72             0.40
+//
+// A question that names its own subject, asked after a conversation about
+// another article, keeps its recall@3 (0.823 against 0.827 alone over
+// kb-eval.jsonl and kb-eval-heldout.jsonl); an out-of-domain question asked
+// after an in-domain conversation gets no documents 24 times in 32 (29
+// alone), the others getting the earlier conversation's article. The
+// context weights were chosen on these same sets; a lower weight of the
+// earlier turns in the floor lets fewer out-of-domain questions through
+// but finds fewer follow-ups' articles.
 package retrieval
