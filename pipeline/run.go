@@ -67,8 +67,9 @@ type run struct {
 	cand     candidateCall // the candidate call under way, if any
 	release  func(error, tiers.Usage)
 
-	memo   tiers.Memo
-	flight flight // the run's flight, when its caller leads one
+	memo     tiers.Memo
+	condense auxGuard // the memo's CondenseGuard, with Options.Condenser
+	flight   flight   // the run's flight, when its caller leads one
 }
 
 // question is one question on its way down the stages, as the stage loop
@@ -107,10 +108,14 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Qu
 	r.p, r.caller, r.tenant = p, ctx, q.Tenant
 	r.guard.run = r
 	r.attempts = r.buf[:0]
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil || p.condenser != nil) {
 		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
+		}
+		if p.condenser != nil {
+			r.condense = auxGuard{p: p, b: p.condenseB, caller: ctx, run: r}
+			r.memo.Condense, r.memo.CondenseGuard = p.condenser, &r.condense
 		}
 		q.Memo = &r.memo
 	}

@@ -39,6 +39,7 @@ type FollowUpRetriever interface {
 var (
 	_ FollowUpRetriever = (*Index)(nil)
 	_ FollowUpRetriever = (*KnowledgeBase)(nil)
+	_ FollowUpRetriever = (*Hybrid)(nil)
 )
 
 // RetrieveFollowUp returns the k documents most relevant to f from r, best
@@ -53,6 +54,24 @@ func RetrieveFollowUp(ctx context.Context, r Retriever, f FollowUp, k int) ([]Do
 		return fr.RetrieveFollowUp(ctx, f, k)
 	}
 	return r.Retrieve(ctx, f.Text(), k)
+}
+
+// RetrieveFollowUpVector is RetrieveFollowUp with vec, the embedding of
+// f.Text() computed by the caller (nil: none at hand; NoVector: rank
+// without one, see VectorRetriever): a Hybrid blends it with its lexical
+// search for f, a FollowUpRetriever searches for f, another
+// VectorRetriever gets RetrieveVector of f.Text() and vec.
+func RetrieveFollowUpVector(ctx context.Context, r Retriever, f FollowUp, vec []float32, k int) ([]Doc, error) {
+	if h, ok := r.(*Hybrid); ok {
+		return h.retrieve(ctx, f, vec, k)
+	}
+	if fr, ok := r.(FollowUpRetriever); ok && len(f.context()) > 0 {
+		return fr.RetrieveFollowUp(ctx, f, k)
+	}
+	if vr, ok := r.(VectorRetriever); ok && vec != nil {
+		return vr.RetrieveVector(ctx, f.Text(), vec, k)
+	}
+	return RetrieveFollowUp(ctx, r, f, k)
 }
 
 // Text returns f as one search text, for a retriever or embedder that
@@ -92,6 +111,12 @@ func (ix *Index) RetrieveFollowUp(ctx context.Context, f FollowUp, k int) ([]Doc
 		return nil, nil
 	}
 	return ix.search(ctx, ix.followUpQuery(f), k, ix.cfg.minCoverage())
+}
+
+// RetrieveFollowUp is Retrieve for a follow-up: the lexical side searches
+// for f (see Index.RetrieveFollowUp), the vector side for f.Text().
+func (h *Hybrid) RetrieveFollowUp(ctx context.Context, f FollowUp, k int) ([]Doc, error) {
+	return h.retrieve(ctx, f, nil, k)
 }
 
 // RetrieveFollowUp is Retrieve for a follow-up; see Index.RetrieveFollowUp.
