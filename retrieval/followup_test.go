@@ -303,3 +303,29 @@ func TestFollowUpOutOfDomain(t *testing.T) {
 		t.Errorf("after an in-domain conversation %d/%d out-of-domain questions got no documents (%.3f), want >= 0.75", after, n, share)
 	}
 }
+
+// TestHybridFollowUp: a Hybrid searches for a follow-up with the lexical
+// weighting of its earlier turns, and without a vector ranks exactly as
+// the knowledge base does.
+func TestHybridFollowUp(t *testing.T) {
+	kb := openTestKB(t)
+	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: runeEmbedder{}})
+	ctx := context.Background()
+	f := retrieval.FollowUp{Question: "can I do that more than once if I mess up again?",
+		Previous: []string{"The invoice you sent is in my name but it should be my company's"}}
+	lex, err := kb.RetrieveFollowUp(ctx, f, 3)
+	if err != nil || len(lex) == 0 || lex[0].ID != "en-invoice-correct" {
+		t.Fatalf("knowledge base: %v, %v", ids(lex), err)
+	}
+	noVec, err := retrieval.RetrieveFollowUpVector(ctx, h, f, retrieval.NoVector, 3)
+	if err != nil || !slices.Equal(ids(noVec), ids(lex)) {
+		t.Fatalf("hybrid without a vector: %v, %v; want %v", ids(noVec), err, ids(lex))
+	}
+	blended, err := h.RetrieveFollowUp(ctx, f, 3)
+	if err != nil || len(blended) == 0 || !slices.Contains(ids(blended), "en-invoice-correct") {
+		t.Fatalf("hybrid: %v, %v", ids(blended), err)
+	}
+	if bare, _ := h.Retrieve(ctx, f.Question, 3); slices.Contains(ids(bare), "en-invoice-correct") {
+		t.Fatalf("the bare question finds the article: the test proves nothing")
+	}
+}
