@@ -145,6 +145,7 @@ func TestCondenser(t *testing.T) {
 			if len(g.errs) != 1 || KindOf(g.errs[0]) != tc.kind || g.asked[0] != CondenseTier+"/rw" {
 				t.Fatalf("guard asked %v, released with %v", g.asked, g.errs)
 			}
+			srv.Close() // waits for the handler that recorded the request
 			for _, want := range []string{"User: I ordered a jacket", "Assistant: Great!",
 				"Last question: and who pays the postage?", `"max_tokens":200`} {
 				if !strings.Contains(*last, want) {
