@@ -67,9 +67,8 @@ type run struct {
 	cand     candidateCall // the candidate call under way, if any
 	release  func(error, tiers.Usage)
 
-	memo     tiers.Memo
-	condense auxGuard // the memo's CondenseGuard, with Options.Condenser
-	flight   flight   // the run's flight, when its caller leads one
+	memo   tiers.Memo
+	flight flight // the run's flight, when its caller leads one
 }
 
 // question is one question on its way down the stages, as the stage loop
@@ -113,9 +112,11 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Qu
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
 		}
-		if p.condenser != nil {
-			r.condense = auxGuard{p: p, b: p.condenseB, caller: ctx, run: r}
-			r.memo.Condense, r.memo.CondenseGuard = p.condenser, &r.condense
+		if p.condenser != nil && len(q.History) > 0 {
+			g := &auxGuard{p: p, b: p.condenseB, caller: ctx, run: r}
+			r.memo.Condense = func(ctx context.Context, q tiers.Query) (string, error) {
+				return p.condenser.Condense(ctx, g, q)
+			}
 		}
 		q.Memo = &r.memo
 	}

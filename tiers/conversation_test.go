@@ -162,6 +162,12 @@ func TestCondenser(t *testing.T) {
 	}
 }
 
+// condense returns the Condense of a Memo rewriting with the model at url.
+func condense(url string) func(context.Context, Query) (string, error) {
+	c := NewCondenser(CondenserConfig{Model: candidate("rw", url)})
+	return func(ctx context.Context, q Query) (string, error) { return c.Condense(ctx, nil, q) }
+}
+
 // queryRetriever records the query text it is asked.
 type queryRetriever struct {
 	fakeRetriever
@@ -186,8 +192,8 @@ func TestMemoDocsOfConversation(t *testing.T) {
 		want string
 	}{
 		{"no condenser", &Memo{}, "how long?\nI want to return a jacket"},
-		{"rewrite", &Memo{Condense: NewCondenser(CondenserConfig{Model: candidate("rw", good.URL)})}, "How long do I have to return a jacket?"},
-		{"failed rewrite", &Memo{Condense: NewCondenser(CondenserConfig{Model: candidate("rw", down.URL)})}, "how long?\nI want to return a jacket"},
+		{"rewrite", &Memo{Condense: condense(good.URL)}, "How long do I have to return a jacket?"},
+		{"failed rewrite", &Memo{Condense: condense(down.URL)}, "how long?\nI want to return a jacket"},
 		{"no memo", nil, "how long?\nI want to return a jacket"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

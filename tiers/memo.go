@@ -21,11 +21,11 @@ type Memo struct {
 	// for a retriever that implements retrieval.VectorRetriever.
 	Embedder cache.Embedder
 	// Condense, if set, rewrites a question with history into a
-	// standalone question before its documents are retrieved, through
-	// CondenseGuard (nil: unguarded). When it fails, retrieval searches
-	// for the question with the salient words of its earlier user turns.
-	Condense      *Condenser
-	CondenseGuard CandidateGuard
+	// standalone question before its documents are retrieved (the
+	// pipeline sets a Condenser's Condense behind its guard). When it
+	// fails, retrieval searches for the question with the salient words of
+	// its earlier user turns.
+	Condense func(ctx context.Context, q Query) (string, error)
 
 	embOnce sync.Once
 	vec     []float32
@@ -106,7 +106,7 @@ func (m *Memo) search(ctx context.Context, q Query) retrieval.FollowUp {
 	if len(f.Previous) == 0 || m.Condense == nil {
 		return f
 	}
-	if s, err := m.Condense.Condense(ctx, m.CondenseGuard, q); err == nil {
+	if s, err := m.Condense(ctx, q); err == nil {
 		return retrieval.FollowUp{Question: s}
 	}
 	return f
