@@ -19,18 +19,25 @@ import (
 // question's caller went away (its context ended or its deadline passed)
 // is not held against the model. With run set, each call and each skip is
 // also an attempt of the question, under the tier Acquire names
-// (tiers.CondenseTier); the embedding is not recorded. The calling code
-// bounds the call's time.
+// (tiers.CondenseTier); the embedding is not recorded. With overQuota set
+// (the question is over a rate limit, and its model tiers are skipped)
+// every call is skipped as over_quota. The calling code bounds the call's
+// time.
 type auxGuard struct {
-	p      *Pipeline // its clock and cooldowns
-	b      *breaker.Breaker
-	caller context.Context // the question's context
-	run    *run            // where attempts are recorded; nil: none
+	p         *Pipeline // its clock and cooldowns
+	b         *breaker.Breaker
+	caller    context.Context // the question's context
+	run       *run            // where attempts are recorded; nil: none
+	overQuota bool
 }
 
 var _ tiers.CandidateGuard = (*auxGuard)(nil)
 
 func (g *auxGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+	if g.overQuota {
+		g.record(Attempt{Tier: tier, Model: m.ID, Outcome: outcomeQuota})
+		return nil, false
+	}
 	if g.p.cool.active(m.ID, g.p.clock.Now) {
 		g.record(Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
 		return nil, false

@@ -15,7 +15,7 @@ import (
 // Options.Condenser calling model "rewriter" of an llmtest server; the
 // model "rewriter" is also the candidate of an llm tier that is never
 // reached.
-func condensePipeline(t *testing.T) (*Pipeline, *llmtest.Server, func(advance time.Duration)) {
+func condensePipeline(t *testing.T, rl RateLimitConfig) (*Pipeline, *llmtest.Server, func(advance time.Duration)) {
 	t.Helper()
 	srv := llmtest.NewServer(llmtest.Config{Models: []string{"rewriter"}})
 	t.Cleanup(srv.Close)
@@ -29,6 +29,7 @@ func condensePipeline(t *testing.T) (*Pipeline, *llmtest.Server, func(advance ti
 	cand := tiers.Candidate{ID: "rewriter", Client: tiers.NewClient(tiers.ClientConfig{BaseURL: srv.URL})}
 	p, clk := newTestPipeline(t, Options{
 		Condenser: tiers.NewCondenser(tiers.CondenserConfig{Model: cand}),
+		RateLimit: rl,
 		Tiers: []Stage{
 			{Tier: tiers.NewLLM(tiers.LLMConfig{Name: "never", Candidates: []tiers.Candidate{cand}}), Model: true,
 				Breaker: breaker.Config{FailureThreshold: 7}},
@@ -57,7 +58,7 @@ func condenseAttempt(res *Result) (Attempt, bool) {
 // Retry-After (the rewrite is skipped, recorded as cooling_down, without a call) and
 // the question is still answered from the follow-up's own words.
 func TestCondenseCooldownAndBreaker(t *testing.T) {
-	p, srv, advance := condensePipeline(t)
+	p, srv, advance := condensePipeline(t, RateLimitConfig{})
 	if p.condenseB != p.models["rewriter"] {
 		t.Fatal("the condensing model has a breaker of its own beside its chat candidate's")
 	}
@@ -96,5 +97,29 @@ func TestCondenseCooldownAndBreaker(t *testing.T) {
 	res, err = p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "how do I return a jacket?"})
 	if _, ok := condenseAttempt(res); ok || err != nil {
 		t.Fatalf("a lone question: attempts %+v, %v", res.Attempts, err)
+	}
+}
+
+// TestCondenseOverQuota: a question over its tenant's rate limit makes no
+// model call, the rewrite included: it is skipped as over_quota and the
+// question is searched for with its own words.
+func TestCondenseOverQuota(t *testing.T) {
+	p, srv, _ := condensePipeline(t, RateLimitConfig{TenantRPS: 0.001, TenantBurst: 1})
+	q := tiers.Query{Tenant: "acme", Question: "how long do I have?",
+		History: []tiers.Turn{{Role: tiers.RoleUser, Content: "I want to return a jacket"}}}
+	for i, want := range []string{OutcomeSuccess, outcomeQuota} {
+		res, err := p.Ask(context.Background(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, _ := condenseAttempt(res); a.Outcome != want {
+			t.Fatalf("question %d: attempts %+v, want condense %s", i, res.Attempts, want)
+		}
+		if i == 1 && (len(res.Docs) != 1 || res.Docs[0].ID != "returns") {
+			t.Fatalf("over quota: docs %v, want the returns article", res.Docs)
+		}
+	}
+	if n := srv.Stats("rewriter").Calls; n != 1 {
+		t.Fatalf("%d calls of the condensing model, want 1 (the question within quota)", n)
 	}
 }
