@@ -239,6 +239,24 @@ func blank(q string) bool {
 	return true
 }
 
+// stripControl returns s without its control characters (Unicode Cc)
+// other than tab, line feed and carriage return, which are white space.
+func stripControl(s string) string {
+	if strings.IndexFunc(s, isStrippedControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isStrippedControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isStrippedControl(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+}
+
 func checkSession(s string) error {
 	if len(s) > maxSessionBytes {
 		return newError(http.StatusBadRequest, CodeInvalidSession, "session_id is longer than 128 bytes")

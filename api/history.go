@@ -3,8 +3,6 @@ package api
 import (
 	"net/http"
 	"strconv"
-	"strings"
-	"unicode"
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -57,22 +55,4 @@ func history(turns []turnText, l limits) ([]tiers.Turn, error) {
 			"the history is longer than the limit of "+strconv.Itoa(l.historyBytes)+" bytes")
 	}
 	return out, nil
-}
-
-// stripControl returns s without its control characters (Unicode Cc)
-// other than tab, line feed and carriage return, which are white space.
-func stripControl(s string) string {
-	if strings.IndexFunc(s, isStrippedControl) < 0 {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isStrippedControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func isStrippedControl(r rune) bool {
-	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
 }
