@@ -216,3 +216,31 @@ func FuzzAskHandler(f *testing.F) {
 		}
 	})
 }
+
+// TestHistoryTurns: history turns lose their control characters (not
+// tab and line breaks), keep only the newest turns, and are refused when
+// nothing readable is left or the kept ones are too long.
+func TestHistoryTurns(t *testing.T) {
+	l := limits{historyTurns: 2, historyBytes: 10}
+	tt := func(contents ...string) []turnText {
+		out := make([]turnText, len(contents))
+		for i, c := range contents {
+			out[i] = turnText{role: "user", content: c, path: "history[" + string(rune('0'+i)) + "]"}
+		}
+		return out
+	}
+	got, err := history(tt("dropped", "a\x00b\x1b", "c\td\n"), l)
+	if err != nil || len(got) != 2 || got[0].Content != "ab" || got[1].Content != "c\td\n" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	var ae *Error
+	if _, err := history(tt("ok", "\x07\u200b"), l); !errors.As(err, &ae) || ae.Code != CodeInvalidHistory || !strings.Contains(ae.Message, "history[1]") {
+		t.Fatalf("control only: %v", err)
+	}
+	if _, err := history(tt("123456", "123456"), l); !errors.As(err, &ae) || ae.Code != CodeHistoryTooLong || ae.Status != 413 {
+		t.Fatalf("too long: %v", err)
+	}
+	if got, err := history(nil, l); got != nil || err != nil {
+		t.Fatalf("none: %v, %v", got, err)
+	}
+}
