@@ -147,6 +147,9 @@ func (b *builder) options() (pipeline.Options, error) {
 		opts.Vectors = h
 		opts.Closers = append(opts.Closers, h)
 	}
+	if cd := b.cfg.KnowledgeBase.Condense; cd != nil {
+		opts.Condenser = tiers.NewCondenser(tiers.CondenserConfig{Model: b.models[cd.Model], Timeout: cd.Timeout})
+	}
 	return opts, nil
 }
 
@@ -161,6 +164,18 @@ func (b *builder) rerank(getenv func(string) string, hc *http.Client) *tiers.Rer
 		Model: m.Model, ID: rc.Model, HTTPClient: hc})
 	return &tiers.Rerank{Reranker: client, Model: tiers.Candidate{ID: rc.Model, Cooldown: m.Cooldown},
 		Candidates: rc.Candidates, Timeout: rc.Timeout, MinScore: rc.MinScore}
+}
+
+// historyTurns returns an llm tier's history_turns as tiers.LLMConfig
+// takes it: 0 (none) as a negative number, unset as the default.
+func historyTurns(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return -1
+	}
+	return *n
 }
 
 func (b *builder) knowledgeBase() error {
@@ -231,7 +246,8 @@ func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 			ret = b.ret
 		}
 		return tiers.NewLLM(tiers.LLMConfig{Name: tc.Name, Source: tiers.Source(tc.LLM.Source), Candidates: cands,
-			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt}), nil
+			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt,
+			HistoryTurns: historyTurns(tc.LLM.HistoryTurns)}), nil
 	case KindRetrieval:
 		return tiers.NewRetrieval(tiers.RetrievalConfig{Name: tc.Name, Retriever: b.ret, TopK: tc.Retrieval.TopK}), nil
 	case KindStatic:

@@ -57,9 +57,14 @@ func (c *Config) Defaults() {
 	}
 	if rr := c.KnowledgeBase.Rerank; rr != nil {
 		r := *rr // not the caller's: Build gets its Config by value
-		setIfZero(&r.Candidates, 20)
-		setIfZero(&r.Timeout, 800*time.Millisecond)
+		setIfZero(&r.Candidates, tiers.DefaultRerankCandidates)
+		setIfZero(&r.Timeout, tiers.DefaultRerankTimeout)
 		c.KnowledgeBase.Rerank = &r
+	}
+	if cd := c.KnowledgeBase.Condense; cd != nil {
+		d := *cd // not the caller's
+		setIfZero(&d.Timeout, tiers.DefaultCondenseTimeout)
+		c.KnowledgeBase.Condense = &d
 	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
 	rl := &c.RateLimit
@@ -106,6 +111,10 @@ func (l *LLMTier) defaults(first bool) {
 		setIfZero(&l.Source, string(tiers.SourceFallback))
 	}
 	setIfZero(&l.ContextDocs, 5)
+	if l.HistoryTurns == nil {
+		n := tiers.DefaultHistoryTurns
+		l.HistoryTurns = &n
+	}
 	setIfZero(&l.OnStreamBreak, onBreakNote)
 }
 

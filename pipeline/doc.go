@@ -14,8 +14,9 @@
 //	             between instances, the local limiters standing in when it fails);
 //	             over a limit: each model stage is skipped (over_quota), or with
 //	             RateLimitConfig.Reject the question gets ErrRejected
-//	flight       Ask only: identical questions in flight (same tenant, question
-//	             trimmed, spaces collapsed, lower-cased) share one run
+//	flight       Ask only: identical questions in flight (same tenant, same
+//	             history digest, question trimmed, spaces collapsed,
+//	             lower-cased; see flightKey) share one run
 //	per stage, in order:
 //	  budget     the call's time limit: min(the tier's Timeout, the time left less
 //	             the reserves of the later stages, see Stage.Reserve); none left:
@@ -31,12 +32,14 @@
 //
 // The budget is Options.RequestTimeout from when Ask was called, or the
 // caller's shorter deadline; no call outlives it. Documents are retrieved
-// (and, with Options.Rerank, reranked: an attempt of tier "rerank") and
-// the question embedded once per question (tiers.Memo); the models of
-// Options.EmbedderModel and Options.Rerank have their breakers and
-// cooldowns like a chat model's, and a failed rerank keeps the
-// retriever's order. Options.Vectors embeds the documents in the
-// background through the embedding model's breaker, never inside a
+// (and, with Options.Rerank, reranked) and the question embedded once per
+// question (tiers.Memo); the models of Options.EmbedderModel,
+// Options.Condenser (which rewrites a question with history before
+// retrieval) and Options.Rerank have their breakers and cooldowns like a
+// chat model's, each call and skip of the last two an attempt of tier
+// "condense" or "rerank" (auxGuard serves all three); a failed rerank
+// keeps the retriever's order. Options.Vectors embeds the documents in
+// the background through the embedding model's breaker, never inside a
 // question's time; Status says when its vectors are ready.
 //
 // # Classification

@@ -107,10 +107,13 @@ type Options struct {
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
 	EmbedderCooldown time.Duration
-	// Rerank, if set, reranks each question's documents once, in the Memo,
-	// through the breaker "model/<Rerank.Model.ID>" (default settings, the
-	// first stage's store) and its cooldown, as an attempt of tier
-	// "rerank"; the retriever's order stands when it fails.
+	// Rerank, if set, reranks each question's documents once, in the Memo
+	// (tiers.Memo.Rerank), through the breaker "model/<Rerank.Model.ID>"
+	// (the chat candidate's of that id, else one with the default
+	// settings) and its cooldown, each call and skip recorded as an
+	// attempt of tier "rerank"; the retriever's order stands when it
+	// fails. It is skipped as over_quota, like every model call, for a
+	// question over its rate limit.
 	Rerank *tiers.Rerank
 	// Vectors, if set, computes document vectors in the background (a
 	// retrieval.Hybrid over the knowledge base): New hands it Embedder,
@@ -118,6 +121,14 @@ type Options struct {
 	// questions' embeddings but with no question's attempts, starts it,
 	// and Status reports whether the vectors are ready.
 	Vectors Vectors
+	// Condenser, if set, rewrites a question with history into a
+	// standalone question before its documents are retrieved
+	// (tiers.Memo.Condense). The calls of its model go through the breaker
+	// "model/<id>" (the chat candidate's of that id, else one with the
+	// default settings) and its cooldown, each recorded as an attempt of
+	// tier "condense"; when it fails or is skipped, the question is
+	// searched for with the words of its earlier user turns.
+	Condenser *tiers.Condenser
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase, and its version when a question starts is the
 	// one the question's Memo carries (tiers.Memo.KBVersion): an answer
@@ -153,8 +164,12 @@ type Pipeline struct {
 	embedder    cache.Embedder   // Options.Embedder, as it is
 	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
 	embedGuard  *breaker.Breaker // embedModel's breaker; nil: the embedder needs no guard
+	condenser   *tiers.Condenser // Options.Condenser
+	condenseB   *breaker.Breaker // the condensing model's breaker
 	memoK       int
-	rerank      *tiers.Rerank // Options.Rerank
+	rerank      *tiers.Rerank    // Options.Rerank, when a tier retrieves documents
+	rerankB     *breaker.Breaker // the rerank model's breaker
+	rerankK     int              // documents retrieved for the rerank: max(memoK, Rerank.Candidates)
 	vectors     Vectors
 	kb          KnowledgeBase
 	cooldown    time.Duration
@@ -229,10 +244,6 @@ func New(opts Options) (*Pipeline, error) {
 		p.embedModel = tiers.Candidate{ID: opts.EmbedderModel, Cooldown: opts.EmbedderCooldown}
 		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))
 	}
-	if rr := opts.Rerank; rr != nil {
-		p.rerank = rr
-		p.models[rr.Model.ID] = p.breakers.GetWith("model/"+rr.Model.ID, p.breakerConfig(breaker.Config{Store: opts.Tiers[0].Breaker.Store}))
-	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {
 		if st.Tier == nil {
@@ -249,6 +260,15 @@ func New(opts Options) (*Pipeline, error) {
 		p.vectors = opts.Vectors
 		p.vectors.UseEmbedder(p.documentEmbedder())
 		p.vectors.StartVectors()
+	}
+	if rr := opts.Rerank; rr != nil && p.memoK > 0 {
+		p.rerank = rr
+		p.rerankB = p.auxBreaker(rr.Model.ID, opts.Tiers[0].Breaker.Store)
+		p.rerankK = max(p.memoK, cmp.Or(max(rr.Candidates, 0), tiers.DefaultRerankCandidates))
+	}
+	if opts.Condenser != nil {
+		p.condenser = opts.Condenser
+		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
 	}
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -37,7 +38,7 @@ func (p *Pipeline) lead(ctx context.Context, r *run, q tiers.Query, degraded boo
 	}
 	defer p.inflight.leave()
 	qn := question{run: r, ctx: ctx, budget: p.newBudget(ctx, start), degraded: degraded}
-	qn.q = p.startRun(r, ctx, q)
+	qn.q = p.startRun(r, ctx, q, degraded)
 	return qn.descend()
 }
 
@@ -86,12 +87,10 @@ type question struct {
 func (r *run) record(a Attempt) { r.settle(nil, nil, a) }
 
 // settle records attempt a, counting it as one of the candidate attempts
-// reported through guard g if g is not nil and a is an attempt of g's
-// stage (not of a step such as "rerank" the stage's call made on the
-// question's behalf), and empties candidate call cc, if not nil, for the
-// next one.
+// reported through guard g if g is not nil, and empties candidate call
+// cc, if not nil, for the next one.
 func (r *run) settle(g *candidateGuard, cc *candidateCall, a Attempt) {
-	if g != nil && a.Tier == g.stage.name {
+	if g != nil {
 		g.reported.Add(1)
 	}
 	r.mu.Lock()
@@ -103,16 +102,30 @@ func (r *run) settle(g *candidateGuard, cc *candidateCall, a Attempt) {
 	r.p.emit(Event{Kind: EventAttempt, Tenant: r.tenant, Tier: a.Tier, Attempt: a})
 }
 
-// startRun starts r, a new run, as the run of q, asked with ctx: its
-// attempt record and its Memo. It returns q with the Memo.
-func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Query {
+// startRun starts r, a new run, as the run of q, asked with ctx (over a
+// rate limit when degraded): its attempt record and its Memo. It returns
+// q with the Memo.
+func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded bool) tiers.Query {
 	r.p, r.caller, r.tenant = p, ctx, q.Tenant
 	r.guard.run = r
 	r.attempts = r.buf[:0]
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
-		r.memo.K, r.memo.Embedder, r.memo.Rerank = p.memoK, p.embedder, p.rerank
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil || p.condenser != nil) {
+		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
+		}
+		if p.rerank != nil {
+			r.memo.K = p.rerankK
+			g := &auxGuard{p: p, b: p.rerankB, caller: ctx, run: r, overQuota: degraded}
+			r.memo.Rerank = func(ctx context.Context, question string, docs []retrieval.Doc) []retrieval.Doc {
+				return p.rerank.Apply(ctx, g, question, docs)
+			}
+		}
+		if p.condenser != nil && len(q.History) > 0 {
+			g := &auxGuard{p: p, b: p.condenseB, caller: ctx, run: r, overQuota: degraded}
+			r.memo.Condense = func(ctx context.Context, q tiers.Query) (string, error) {
+				return p.condenser.Condense(ctx, g, q)
+			}
 		}
 		q.Memo = &r.memo
 	}

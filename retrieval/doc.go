@@ -38,6 +38,15 @@
 // texts all score 0.75 adds no articles to an out-of-domain question.
 // Package embedtest holds such embedders for tests.
 //
+// # Follow-ups
+//
+// RetrieveFollowUp searches for a FollowUp ("and who pays the postage?"
+// after "I want to return a jacket") without any model: the question's
+// terms count in full, the words of its last ContextTurns earlier user
+// turns that some document contains at ContextWeight, halving per older
+// turn, in the score and the floor; they can let a document over the
+// floor but never keep one out.
+//
 // # Knowledge base and hybrid retrieval
 //
 // KnowledgeBase loads Markdown articles with front matter and JSON Lines
@@ -69,14 +78,17 @@
 //
 // # Measuring
 //
-//	go test -run '^$' -bench 'NewIndex|Retrieve|Hybrid|BestPassage' ./retrieval/
+//	go test -run '^$' -bench 'NewIndex|Retrieve|Hybrid|BestPassage|FollowUp' ./retrieval/
 //	go test ./retrieval -run 'TestRecallAt3|TestRecallHeldout|TestOutOfDomain|TestStandingFigures|TestConfusablePairs' -v
+//	go test ./retrieval -run 'TestFollowUp' -v
 //
-// The first times the index, queries, blending and passages; the second
-// measures recall@3 over testdata/kb-eval.jsonl (the development set the
-// stemmer, synonyms and floors are tuned on) and kb-eval-heldout.jsonl
-// (never tuned on; its misses are not logged), the out-of-domain questions
-// of kb-ood.jsonl and made-up ones that get no documents, lexically and
-// under each test embedder, and the standings behind DefaultMinRelevance.
-// The figures are in docs/performance.md.
+// The first times the index, queries, blending, passages and follow-ups;
+// the second measures recall@3 over testdata/kb-eval.jsonl (the
+// development set the stemmer, synonyms and floors are tuned on) and
+// kb-eval-heldout.jsonl (never tuned on; its misses are not logged), the
+// out-of-domain questions of kb-ood.jsonl and made-up ones that get no
+// documents, lexically and under each test embedder, and the standings
+// behind DefaultMinRelevance; the third, recall@3 of the follow-up query
+// beside the bare question over testdata/kb-followups.jsonl. The figures
+// are in docs/performance.md.
 package retrieval

@@ -22,10 +22,11 @@
 // each attempt) is not built in: the tier asks Query.Guard, a
 // CandidateGuard, before each candidate and releases it exactly once with
 // the call's outcome, also when the call panics. With no guard, every
-// candidate is tried. GuardCall puts any other model call a question
-// makes behind the same guard, as a step with a tier name of its own:
-// GuardedEmbedder does so for an embedding model, the Memo for a rerank
-// ("rerank"). Their errors are classified as a chat call's.
+// candidate is tried. The other model calls a question makes go behind
+// the same kind of guard, as steps with tier names of their own: the
+// Condenser's rewrite ("condense"), Rerank.Apply ("rerank", through
+// GuardCall) and GuardedEmbedder's embeddings. Their errors are
+// classified as a chat call's.
 //
 // RerankClient calls the Jina/Cohere-compatible rerank API (POST
 // {base_url}/rerank) with the standard library's HTTP client.
@@ -38,16 +39,24 @@
 // next chunk is late. A call asked to Continue a partial answer streams
 // only the continuation.
 //
+// A Query may carry the earlier turns of its conversation (History). An
+// llm tier sends its HistoryTurns latest turns before the question,
+// within a bound on their size; documents are retrieved for the
+// conversation, as the Condenser's standalone rewrite of the question
+// when Memo.Condense is set and succeeds, else as a retrieval.FollowUp of
+// the question and its earlier user turns; the cache tiers neither serve
+// nor store a question with history. HistoryDigest tells conversations
+// apart for keys such as the pipeline's flight key.
+//
 // Memo holds what is done at most once per question and shared by the
 // tiers of one run: the embedding and the retrieved documents, failures
 // included, and the knowledge-base version the question started on. With
-// a Rerank it retrieves Rerank.Candidates documents and reranks them once,
-// through the guard of the tier that asks first; a failed, timed-out or
-// skipped rerank keeps the retriever's order, and MinScore drops the
-// documents scored below it. The retrieval tier shows each document by
-// its title, the passage that answers the question (retrieval.BestPassage)
-// and its URL. The
-// semantic cache writes back only complete answers from its StoreFrom
+// Memo.Rerank (a Rerank's Apply behind the pipeline's guard) the retrieved
+// documents are reranked once; a failed, timed-out or skipped rerank
+// keeps the retriever's order, and MinScore drops the documents scored
+// below it. The retrieval tier shows each document by its title, the
+// passage that answers the question (retrieval.BestPassage) and its URL.
+// The semantic cache writes back only complete answers from its StoreFrom
 // sources, built on that version with their documents.
 //
 // # Measuring

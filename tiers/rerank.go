@@ -13,8 +13,8 @@ import (
 	"github.com/ragfuse/ragfuse/retrieval"
 )
 
-// rerankTier names rerank calls in errors and attempts.
-const rerankTier = "rerank"
+// RerankTier names rerank calls in errors and attempts.
+const RerankTier = "rerank"
 
 // maxRerankBody caps a rerank response body.
 const maxRerankBody = 4 << 20
@@ -75,11 +75,11 @@ type rerankRequest struct {
 func (c *RerankClient) Rerank(ctx context.Context, query string, docs []string) ([]retrieval.RerankScore, error) {
 	body, err := json.Marshal(rerankRequest{Model: c.model, Query: query, Documents: docs, TopN: len(docs)})
 	if err != nil {
-		return nil, &Error{Kind: KindOther, Tier: rerankTier, Model: c.id, Err: err}
+		return nil, &Error{Kind: KindOther, Tier: RerankTier, Model: c.id, Err: err}
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, &Error{Kind: KindOther, Tier: rerankTier, Model: c.id, Err: err}
+		return nil, &Error{Kind: KindOther, Tier: RerankTier, Model: c.id, Err: err}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if c.key != "" {
@@ -87,15 +87,15 @@ func (c *RerankClient) Rerank(ctx context.Context, query string, docs []string) 
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
-		return nil, classifyCall(rerankTier, c.id, err, ctx.Err(), 0)
+		return nil, classifyCall(RerankTier, c.id, err, ctx.Err(), 0)
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, maxRerankBody))
 	if err != nil {
-		return nil, classifyCall(rerankTier, c.id, err, ctx.Err(), 0)
+		return nil, classifyCall(RerankTier, c.id, err, ctx.Err(), 0)
 	}
 	if resp.StatusCode != http.StatusOK {
-		e := &Error{Kind: kindOfStatus(resp.StatusCode, bodyErrorCodes(b)), Tier: rerankTier, Model: c.id,
+		e := &Error{Kind: kindOfStatus(resp.StatusCode, bodyErrorCodes(b)), Tier: RerankTier, Model: c.id,
 			Status: resp.StatusCode, Err: errors.New(http.StatusText(resp.StatusCode))}
 		if e.Kind == KindRateLimited {
 			e.RetryAfter = parseRetryAfter(resp.Header)
@@ -106,46 +106,47 @@ func (c *RerankClient) Rerank(ctx context.Context, query string, docs []string) 
 		Results []retrieval.RerankScore `json:"results"`
 	}
 	if err := json.Unmarshal(b, &out); err != nil {
-		return nil, classifyCall(rerankTier, c.id, err, ctx.Err(), 0)
+		return nil, classifyCall(RerankTier, c.id, err, ctx.Err(), 0)
 	}
 	if len(out.Results) == 0 {
-		return nil, &Error{Kind: KindEmpty, Tier: rerankTier, Model: c.id, Err: errNoRerankResults}
+		return nil, &Error{Kind: KindEmpty, Tier: RerankTier, Model: c.id, Err: errNoRerankResults}
 	}
 	return out.Results, nil
 }
 
+// Defaults of Rerank.
+const (
+	DefaultRerankCandidates = 20
+	DefaultRerankTimeout    = 800 * time.Millisecond
+)
+
 // Rerank reorders the documents of a question once, for every tier of the
-// run (see Memo). Zero fields take the defaults written beside them.
+// run (the pipeline sets Apply as Memo.Rerank). Zero fields take the
+// defaults written beside them.
 type Rerank struct {
 	Reranker retrieval.Reranker
 	// Model is the rerank model as the guard sees it: its ID (the breaker
 	// "model/<ID>", the attempt's model) and Cooldown after a 429.
 	Model      Candidate
-	Candidates int           // documents retrieved and reranked; default 20
-	Timeout    time.Duration // bound of the rerank call; default 800ms
+	Candidates int           // documents retrieved and reranked; default DefaultRerankCandidates
+	Timeout    time.Duration // bound of the rerank call; default DefaultRerankTimeout
 	MinScore   float64       // documents the reranker scores below it are dropped
 }
 
-// candidates returns how many documents to retrieve for reranking.
-func (rr *Rerank) candidates() int {
-	if rr.Candidates <= 0 {
-		return 20
-	}
-	return rr.Candidates
-}
-
-// apply returns docs reranked for question through guard (as tier
-// "rerank"), or docs as they are (the retriever's order) when the call
-// fails, times out, or the guard skips it.
-func (rr *Rerank) apply(ctx context.Context, guard CandidateGuard, question string, docs []retrieval.Doc) []retrieval.Doc {
+// Apply returns docs reranked for question through guard, if not nil (an
+// Acquire of tier "rerank"), best first with the reranker's scores and
+// without those below MinScore; or docs as they are (the retriever's
+// order, the no-op rerank) when the call fails, times out, or the guard
+// skips it.
+func (rr *Rerank) Apply(ctx context.Context, guard CandidateGuard, question string, docs []retrieval.Doc) []retrieval.Doc {
 	timeout := rr.Timeout
 	if timeout <= 0 {
-		timeout = 800 * time.Millisecond
+		timeout = DefaultRerankTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var out []retrieval.Doc
-	err := GuardCall(ctx, guard, rerankTier, rr.Model, func(ctx context.Context) error {
+	err := GuardCall(ctx, guard, RerankTier, rr.Model, func(ctx context.Context) error {
 		var err error
 		out, err = retrieval.RerankDocs(ctx, rr.Reranker, question, docs, rr.MinScore, 0)
 		var te *Error
@@ -153,9 +154,9 @@ func (rr *Rerank) apply(ctx context.Context, guard CandidateGuard, question stri
 		case err == nil || errors.As(err, &te):
 			return err
 		case errors.Is(err, retrieval.ErrBadRerank):
-			return &Error{Kind: KindMalformed, Tier: rerankTier, Model: rr.Model.ID, Err: err}
+			return &Error{Kind: KindMalformed, Tier: RerankTier, Model: rr.Model.ID, Err: err}
 		}
-		return classifyCall(rerankTier, rr.Model.ID, err, ctx.Err(), 0)
+		return classifyCall(RerankTier, rr.Model.ID, err, ctx.Err(), 0)
 	})
 	if err != nil {
 		return docs

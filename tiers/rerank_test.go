@@ -102,9 +102,9 @@ func docIDs(docs []retrieval.Doc) []string {
 	return out
 }
 
-// TestMemoRerank: the Memo reranks the retrieved documents once, through
-// the guard of the asking tier as tier "rerank"; a failed or skipped
-// rerank keeps the retriever's order, and MinScore drops documents.
+// TestMemoRerank: the Memo reranks the retrieved documents once; Apply
+// asks its guard as tier "rerank", a failed or skipped rerank keeps the
+// retriever's order, and MinScore drops documents.
 func TestMemoRerank(t *testing.T) {
 	docs := listRetriever{{ID: "a", Title: "A", Text: "a"}, {ID: "b", Title: "B", Text: "b"}, {ID: "c", Title: "C", Text: "c"}}
 	scores := map[string]float64{"A\na": 0.1, "B\nb": 0.9, "C\nc": 0.5}
@@ -125,8 +125,11 @@ func TestMemoRerank(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &recordingGuard{deny: map[string]bool{"bge": tt.deny}}
-			m := &Memo{Rerank: &Rerank{Reranker: tt.rr, Model: Candidate{ID: "bge"}, MinScore: tt.minScore}}
-			q := Query{Question: "q", Guard: g, Memo: m}
+			rr := &Rerank{Reranker: tt.rr, Model: Candidate{ID: "bge"}, MinScore: tt.minScore}
+			m := &Memo{K: 3, Rerank: func(ctx context.Context, question string, docs []retrieval.Doc) []retrieval.Doc {
+				return rr.Apply(ctx, g, question, docs)
+			}}
+			q := Query{Question: "q", Memo: m}
 			for range 2 { // the second call reuses the first's documents
 				got, err := m.Docs(context.Background(), docs, q, 2)
 				if err != nil || !slices.Equal(docIDs(got), tt.want) {

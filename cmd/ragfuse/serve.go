@@ -85,6 +85,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 		return fail(err)
 	}
 	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
+		OpenAI: api.OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent},
 		Logger: logger, Observer: obs, Registry: reg}
 	if upstream != nil {
 		acfg.Demo, acfg.DemoModels = upstream, demoModels
@@ -101,7 +102,8 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 // server's options.
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
-		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}
+		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
+		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes}
 }
 
 // notes maps the configuration's notes: section onto the server's.
