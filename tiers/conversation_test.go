@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,9 +209,12 @@ func TestMemoDocsOfConversation(t *testing.T) {
 	}
 	// A vector retriever gets the embedding of the text it searches for,
 	// not the lone question's.
+	var mu sync.Mutex
 	var embedded []string
 	emb := embedderFunc(func(ctx context.Context, texts []string) ([][]float32, error) {
+		mu.Lock()
 		embedded = append(embedded, texts...)
+		mu.Unlock()
 		return cache.NewHashEmbedder(0).Embed(ctx, texts)
 	})
 	kb, err := retrieval.New([]retrieval.Doc{{ID: "returns", Title: "Returns", Text: "Return a jacket within 7 days."}})
@@ -218,10 +222,19 @@ func TestMemoDocsOfConversation(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := retrieval.NewHybrid(retrieval.HybridConfig{Lexical: kb, Embedder: emb})
+	t.Cleanup(func() { h.Close() })
+	if err := h.WaitVectors(context.Background()); err != nil { // the documents' vectors, in the background
+		t.Fatal(err)
+	}
+	mu.Lock()
+	embedded = nil
+	mu.Unlock()
 	docs, err := (&Memo{Embedder: emb}).Docs(context.Background(), h, conv, 1)
 	if err != nil || len(docs) != 1 || docs[0].ID != "returns" {
 		t.Fatalf("hybrid: %v, %v", docs, err)
 	}
+	mu.Lock()
+	defer mu.Unlock()
 	if len(embedded) == 0 || embedded[0] != "how long?\nI want to return a jacket" {
 		t.Fatalf("embedded %q first, want the follow-up's text", embedded)
 	}
