@@ -101,7 +101,8 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 	}
 	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions,
 		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
-		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, statusCollector{o})
+		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, statusCollector{o},
+		buildInfoGauge(ReadBuild()))
 	return o
 }
 

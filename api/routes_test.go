@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,7 @@ func TestMetricsRoute(t *testing.T) {
 		t.Fatalf("%d", w.Code)
 	}
 	body := w.Body.String()
+	build := ReadBuild()
 	for _, want := range []string{
 		`ragfuse_questions_total{source="primary"} 1`,
 		`ragfuse_questions_total{source="fallback"} 1`,
@@ -99,6 +102,8 @@ func TestMetricsRoute(t *testing.T) {
 		`ragfuse_tokens_total{kind="completion",model="test-primary",tier="primary"}`,
 		`ragfuse_http_requests_total{code="200",method="POST",route="/v1/ask"} 2`,
 		`ragfuse_knowledge_base_version`,
+		fmt.Sprintf(`ragfuse_build_info{goversion=%q,modified="%t",revision=%q,version=%q} 1`,
+			runtime.Version(), build.Modified, build.Revision, build.Version),
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
