@@ -76,10 +76,14 @@ func TestLastTrip(t *testing.T) {
 		{"TripBecause", breaker.Config{}, []step{func(h *harness) { h.b.TripBecause(breaker.CauseCluster, status) },
 			want(open), tripped(breaker.TripReason{Cause: breaker.CauseCluster, Kind: "status_5xx", Message: "HTTP 503", At: t0})}},
 		{"announced by another instance", breaker.Config{}, []step{
-			func(h *harness) { h.b.Apply(breaker.Shared{State: breaker.StateOpen, OpenUntil: at(time.Minute), Origin: 7}) },
+			func(h *harness) {
+				h.b.Apply(breaker.Shared{State: breaker.StateOpen, OpenUntil: at(time.Minute), Origin: 7})
+			},
 			want(open), tripped(breaker.TripReason{Cause: breaker.CauseRemote, At: t0})}},
 		{"an announcement that extends an open breaker keeps its reason", breaker.Config{}, []step{fail(2),
-			func(h *harness) { h.b.Apply(breaker.Shared{State: breaker.StateOpen, OpenUntil: at(time.Hour), Origin: 7}) },
+			func(h *harness) {
+				h.b.Apply(breaker.Shared{State: breaker.StateOpen, OpenUntil: at(time.Hour), Origin: 7})
+			},
 			openUntil(time.Hour), tripped(breaker.TripReason{Cause: breaker.CauseConsecutiveFailures, At: t0})}},
 	}
 	for _, tt := range tests {
