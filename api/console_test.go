@@ -14,7 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/labstack/echo/v4"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -170,10 +170,10 @@ func TestConsolePageMatchesStatus(t *testing.T) {
 // upstream, with breakers that open on the first failure.
 func demoHarness(t *testing.T) *harness {
 	t.Helper()
-	h := newHarness(t, harnessOptions{config: func(c *pipeline.Config) {
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) {
 		for i := range c.Tiers {
 			if c.Tiers[i].Breaker != nil {
-				c.Tiers[i].Breaker = &pipeline.BreakerConfig{FailureThreshold: 1}
+				c.Tiers[i].Breaker = &config.Breaker{FailureThreshold: 1}
 			}
 		}
 	}})
