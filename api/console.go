@@ -34,30 +34,46 @@ type consoleSettings struct {
 	Version       string `json:"version"`        // the build's version
 }
 
-// console returns the handler of GET /console and GET /console/{file}:
-// the page, its files, and settings.json.
-func console(set consoleSettings) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		name := strings.TrimPrefix(c.Request().URL.Path, "/console")
-		switch name {
-		case "", "/":
-			name = "index.html"
-		case "/settings.json":
-			consoleHeaders(c.Response().Header())
-			return c.JSON(http.StatusOK, set)
-		default:
-			name = strings.TrimPrefix(name, "/")
-		}
-		body, err := consoleFile(name)
-		if err != nil {
-			return newError(http.StatusNotFound, CodeNotFound, "no such console file")
-		}
-		h := c.Response().Header()
-		consoleHeaders(h)
-		h.Set(echo.HeaderContentType, mime.TypeByExtension(path.Ext(name)))
-		http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(body))
-		return nil
+// consoleSettings returns the console's settings.json of s.
+func (s *Server) consoleSettings() consoleSettings {
+	return consoleSettings{Demo: s.demo != nil, Feed: "/v1/events", ShowQuestions: s.consoleOpts.ShowQuestions,
+		Version: ReadBuild().Version}
+}
+
+// toConsole serves GET /: a redirect to the console.
+func (s *Server) toConsole(c echo.Context) error {
+	return c.Redirect(http.StatusFound, "/console")
+}
+
+// console serves GET /console and GET /console/{file}: the page, its
+// files, and settings.json. They are public: the page holds no data, and
+// asks the API for it with the key the operator types.
+func (s *Server) console(c echo.Context) error {
+	return serveConsole(c, s.consoleSettings())
+}
+
+// serveConsole serves the console file the request names, with set as
+// its settings.json.
+func serveConsole(c echo.Context, set consoleSettings) error {
+	name := strings.TrimPrefix(c.Request().URL.Path, "/console")
+	switch name {
+	case "", "/":
+		name = "index.html"
+	case "/settings.json":
+		consoleHeaders(c.Response().Header())
+		return c.JSON(http.StatusOK, set)
+	default:
+		name = strings.TrimPrefix(name, "/")
 	}
+	body, err := consoleFile(name)
+	if err != nil {
+		return newError(http.StatusNotFound, CodeNotFound, "no such console file")
+	}
+	h := c.Response().Header()
+	consoleHeaders(h)
+	h.Set(echo.HeaderContentType, mime.TypeByExtension(path.Ext(name)))
+	http.ServeContent(c.Response(), c.Request(), name, time.Time{}, bytes.NewReader(body))
+	return nil
 }
 
 // consoleFile returns the console file name, a bare file name.

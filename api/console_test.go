@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"fmt"
 	"encoding/json"
 	"io/fs"
 	"net/http"
@@ -12,29 +13,29 @@ import (
 	"testing"
 
 	"github.com/chromedp/chromedp"
-	"github.com/labstack/echo/v4"
 
+	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
-// consoleSite serves h's server with the console mounted beside it, on a
-// loopback port, and returns its base URL.
-func consoleSite(t *testing.T, h *harness, set consoleSettings) string {
+// consoleSite serves h's server on a loopback port and returns its base
+// URL. When the test ends, it cuts the connections still open (a page's
+// live feed) before closing.
+func consoleSite(t *testing.T, h *harness) string {
 	t.Helper()
-	e := echo.New()
-	e.HTTPErrorHandler = h.srv.errorHandler
-	e.GET("/console", console(set))
-	e.GET("/console/*", console(set))
-	e.Any("/*", echo.WrapHandler(h.srv.Handler()))
-	ts := httptest.NewServer(e)
-	t.Cleanup(ts.Close)
+	ts := httptest.NewServer(h.srv.Handler())
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		ts.Close()
+	})
 	return ts.URL
 }
 
 func TestConsoleFiles(t *testing.T) {
-	h := newHarness(t, harnessOptions{})
-	base := consoleSite(t, h, consoleSettings{Demo: true, Version: "v9"})
+	h := demoHarness(t)
+	base := consoleSite(t, h)
+	settings := fmt.Sprintf(`{"demo":true,"feed":"/v1/events","show_questions":false,"version":%q}`, ReadBuild().Version)
 	for _, tc := range []struct {
 		path, contentType string
 		status            int
@@ -44,7 +45,7 @@ func TestConsoleFiles(t *testing.T) {
 		{"/console/", "text/html; charset=utf-8", 200, "<title>ragfuse console</title>"},
 		{"/console/console.js", "text/javascript; charset=utf-8", 200, `"use strict";`},
 		{"/console/console.css", "text/css; charset=utf-8", 200, "--open:"},
-		{"/console/settings.json", "application/json", 200, `{"demo":true,"feed":"","show_questions":false,"version":"v9"}`},
+		{"/console/settings.json", "application/json", 200, settings},
 		{"/console/nope.js", "application/json", 404, `"code":"not_found"`},
 		{"/console/..%2fserver.go", "application/json", 404, `"code":"not_found"`},
 		{"/console/console/index.html", "application/json", 404, `"code":"not_found"`},
@@ -145,7 +146,7 @@ func matchesStatus(t *testing.T, b *browser, st StatusResponse) {
 func TestConsolePageMatchesStatus(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	b := newBrowser(t)
-	b.open(consoleSite(t, h, consoleSettings{}) + "/console")
+	b.open(consoleSite(t, h) + "/console")
 	b.waitText(`#breakers tr[data-breaker="model/test-primary"] [data-role="state"]`, "closed")
 	matchesStatus(t, b, statusOf(t, h))
 
@@ -188,7 +189,7 @@ func demoHarness(t *testing.T) *harness {
 func TestConsoleDemoFaultSwitch(t *testing.T) {
 	h := demoHarness(t)
 	b := newBrowser(t)
-	b.open(consoleSite(t, h, consoleSettings{Demo: true}) + "/console")
+	b.open(consoleSite(t, h) + "/console")
 	const badge = `#chat-log .answer [data-role="badge"]`
 
 	b.typeInto("#chat-input", "How do I return an item?")
@@ -220,17 +221,21 @@ func TestConsoleDemoFaultSwitch(t *testing.T) {
 	b.check()
 }
 
-// TestConsoleAdminRefusedWithoutKey: on a server with API keys, the
-// admin buttons ask for confirmation, send no key unless one is typed,
-// and show the refusal; nothing is reloaded or reset.
+// TestConsoleAdminRefusedWithoutKey: on a server with API keys, the page
+// gets no status and its admin buttons, which ask for confirmation, are
+// refused until the operator types a key; the key typed is then sent as
+// a bearer token, for the live feed and the admin actions alike.
 func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
-	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{"sk-console-test": "acme"} }})
+	const key = "sk-console-test"
+	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{key: "acme"} }})
 	b := newBrowser(t)
-	b.expectFailedLoad("/v1/status")
+	b.expectFailedLoad("/v1/events")
 	b.expectFailedLoad("/v1/admin/")
-	b.do(chromedp.Navigate(consoleSite(t, h, consoleSettings{}) + "/console"))
-	b.waitText("#conn", "status refused")
+	b.do(chromedp.Navigate(consoleSite(t, h) + "/console"))
+	b.waitText("#conn", "feed refused")
 
+	tripped, _ := h.p.Breakers().Lookup("tier/retrieval")
+	tripped.Trip()
 	before := h.p.Status().KnowledgeBase.Version
 	b.click("#reload")
 	b.waitText("#confirm-text", "Reload the knowledge base?")
@@ -239,8 +244,25 @@ func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
 	b.click("#reload")
 	b.click("#confirm-ok")
 	b.waitText("#admin-msg", "Reload the knowledge base: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
+	b.click("#reset-all")
+	b.click("#confirm-ok")
+	b.waitText("#admin-msg", "Reset every breaker: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
 	if after := h.p.Status().KnowledgeBase.Version; after != before {
 		t.Errorf("knowledge base reloaded without a key: version %d -> %d", before, after)
+	}
+	if tripped.State() != breaker.StateOpen {
+		t.Error("breakers reset without a key")
+	}
+
+	b.typeInto("#admin-key", key)
+	b.waitText("#conn", "live")
+	b.waitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
+	b.click("#reset-all")
+	b.click("#confirm-ok")
+	b.waitText("#admin-msg", "Reset every breaker: done")
+	b.waitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "closed")
+	if tripped.State() != breaker.StateClosed {
+		t.Error("reset with the key did not close the breaker")
 	}
 	b.check()
 }

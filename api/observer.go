@@ -1,7 +1,6 @@
 package api
 
 import (
-	"context"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
@@ -9,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -41,7 +39,8 @@ type Observer struct {
 	firstDelta     *prometheus.HistogramVec // source
 	continued      prometheus.Counter
 
-	status atomic.Pointer[statusFunc] // set by attach; read at scrape time
+	status  atomic.Pointer[statusFunc]        // set by attach; read at scrape time
+	keyEnvs atomic.Pointer[map[string]string] // model ID -> api_key_env; set by New
 }
 
 type statusFunc func() pipeline.Status
@@ -129,13 +128,7 @@ func (o *Observer) Observe(e pipeline.Event) {
 		}
 	case pipeline.EventBreaker:
 		o.transitions.WithLabelValues(e.Breaker, e.From.String(), e.To.String()).Inc()
-		level := slog.LevelInfo
-		if e.To == breaker.StateOpen {
-			level = slog.LevelWarn
-		}
-		o.log.LogAttrs(context.Background(), level, "breaker state changed",
-			slog.String("breaker", e.Breaker), slog.String("from", e.From.String()),
-			slog.String("to", e.To.String()), slog.Time("at", e.Time))
+		o.logTransition(e)
 	case pipeline.EventRateLimited:
 		o.rateLimited.WithLabelValues(e.Reason).Inc()
 	case pipeline.EventBulkheadRejected:

@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -48,6 +50,23 @@ type Config struct {
 	// writes a ": ping" comment (a blank line on /v1/chat/completions);
 	// default DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
+	// Console configures the web console (GET /console).
+	Console ConsoleOptions
+	// Tracer, if set, records a span per question, "question", continuing
+	// the W3C traceparent of the request; the pipeline's own spans (see
+	// pipeline.Options.Tracer) are its children. Nil traces nothing.
+	Tracer trace.Tracer
+	// APIKeyEnvs maps a model's ID to the environment variable its API
+	// key is read from, for the warning logged when the model refuses the
+	// key (401/403). The keys themselves are never given to the server.
+	APIKeyEnvs map[string]string
+}
+
+// ConsoleOptions configures the web console.
+type ConsoleOptions struct {
+	// ShowQuestions puts each question's text in the console's feed of the
+	// latest questions; default false: source, attempts and durations only.
+	ShowQuestions bool
 }
 
 // Server is the ragfuse HTTP server. It is safe for concurrent use.
@@ -64,9 +83,14 @@ type Server struct {
 	models []string
 	e      *echo.Echo
 
-	heartbeat time.Duration // see Config.StreamHeartbeat
+	heartbeat   time.Duration // see Config.StreamHeartbeat
+	consoleOpts ConsoleOptions
+	tracer      trace.Tracer // nil: no spans
+	feed        feed         // the console's history and live questions
 
-	draining atomic.Bool // set when shutdown begins: /readyz turns 503
+	draining atomic.Bool   // set when shutdown begins: /readyz turns 503
+	quit     chan struct{} // closed when shutdown begins: the live feeds end
+	quitOnce sync.Once
 }
 
 // New returns a Server for cfg. It fails on a missing pipeline, a bad
@@ -91,7 +115,10 @@ func New(cfg Config) (*Server, error) {
 		keys:  newKeyring(cfg.Keys),
 		notes: nb, log: cfg.Logger, obs: cfg.Observer, reg: cfg.Registry,
 		demo: cfg.Demo, models: cfg.DemoModels,
-		heartbeat: cfg.StreamHeartbeat,
+		heartbeat:   cfg.StreamHeartbeat,
+		consoleOpts: cfg.Console,
+		tracer:      cfg.Tracer,
+		quit:        make(chan struct{}),
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultStreamHeartbeat
@@ -107,6 +134,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("api: set both Config.Observer and Config.Registry, or neither")
 	}
 	s.obs.attach(s.p.Status)
+	s.obs.setKeyEnvs(cfg.APIKeyEnvs)
 	s.e = s.routes()
 	return s, nil
 }
@@ -150,6 +178,9 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(withRequestID, s.countRequests, s.recoverPanics)
 
+	e.GET("/", s.toConsole)
+	e.GET("/console", s.console)
+	e.GET("/console/*", s.console)
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
@@ -163,6 +194,7 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/ask/stream", s.askStream, auth)
 	v1.POST("/chat/completions", s.chatCompletions, auth)
 	v1.GET("/status", s.status, auth)
+	v1.GET("/events", s.events, auth)
 	v1.POST("/admin/reload", s.reload, auth)
 	v1.POST("/admin/breakers/trip", s.tripBreaker, auth)
 	v1.POST("/admin/breakers/reset", s.resetBreaker, auth)
@@ -217,6 +249,7 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	case <-ctx.Done():
 	}
 	s.draining.Store(true)
+	s.quitOnce.Do(func() { close(s.quit) })
 	if d := s.srv.DrainDelay; d > 0 {
 		s.log.Info("draining: not ready, still serving", slog.Duration("drain_delay", d))
 		t := time.NewTimer(d)

@@ -52,10 +52,11 @@ func onLimit(reject bool) string {
 
 // TierInfo is one tier of the chain, in order.
 type TierInfo struct {
-	Name      string `json:"name"`
-	Source    string `json:"source"`
-	TimeoutMS int64  `json:"timeout_ms"` // 0: bounded by the request's budget only
-	Model     bool   `json:"model"`
+	Name      string   `json:"name"`
+	Source    string   `json:"source"`
+	TimeoutMS int64    `json:"timeout_ms"` // 0: bounded by the request's budget only
+	Model     bool     `json:"model"`
+	Models    []string `json:"models,omitempty"` // an llm tier's candidates, in order (breakers "model/<id>")
 }
 
 // BreakerInfo is one circuit breaker ("tier/<name>" or "model/<id>").
@@ -71,10 +72,27 @@ type BreakerInfo struct {
 	ProbesInFlight      int        `json:"probes_in_flight"`
 	Trips               uint64     `json:"trips"`
 	Rejected            uint64     `json:"rejected"`
+	LastTrip            *TripInfo  `json:"last_trip,omitempty"` // what tripped it most recently; absent if it never tripped
+}
+
+// TripInfo is what tripped a breaker: the rule (cause: consecutive_failures,
+// failure_rate, slow_call_rate, probe_failed, manual, cluster, remote), the
+// outcome kind and short description of the call that crossed it (e.g.
+// timeout, server_error "HTTP 503", auth "HTTP 401"), and when.
+type TripInfo struct {
+	Cause   string    `json:"cause"`
+	Kind    string    `json:"kind,omitempty"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
 }
 
 // status serves GET /v1/status.
 func (s *Server) status(c echo.Context) error {
+	return c.JSON(http.StatusOK, s.statusBody())
+}
+
+// statusBody returns the body of GET /v1/status.
+func (s *Server) statusBody() StatusResponse {
 	st := s.p.Status()
 	out := StatusResponse{
 		Tiers:         make([]TierInfo, 0, len(st.Tiers)),
@@ -91,12 +109,13 @@ func (s *Server) status(c echo.Context) error {
 		out.Cooldowns = append(out.Cooldowns, CooldownInfo{Model: c.Model, Until: c.Until.UTC()})
 	}
 	for _, t := range st.Tiers {
-		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
+		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model,
+			Models: t.Models})
 	}
 	for _, b := range st.Breakers {
 		out.Breakers = append(out.Breakers, breakerInfo(b))
 	}
-	return c.JSON(http.StatusOK, out)
+	return out
 }
 
 // finiteRate returns rps, or 0 for NaN or ±Inf, which JSON cannot carry
@@ -116,6 +135,9 @@ func breakerInfo(b breaker.Snapshot) BreakerInfo {
 	if !b.OpenUntil.IsZero() {
 		t := b.OpenUntil.UTC()
 		bi.OpenUntil = &t
+	}
+	if lt := b.LastTrip; !lt.At.IsZero() {
+		bi.LastTrip = &TripInfo{Cause: string(lt.Cause), Kind: lt.Kind, Message: lt.Message, At: lt.At.UTC()}
 	}
 	return bi
 }
@@ -163,24 +185,45 @@ func (s *Server) reload(c echo.Context) error {
 
 // breakerRequest is the body of POST /v1/admin/breakers/{trip,reset}.
 type breakerRequest struct {
-	Breaker string `json:"breaker"` // e.g. "tier/retrieval" or "model/qwen3-max"
+	Breaker string `json:"breaker"` // e.g. "tier/retrieval" or "model/qwen3-max"; "*": every one (reset only)
 }
+
+// allBreakers names every breaker in a reset.
+const allBreakers = "*"
 
 // breakerFromBody finds the breaker a request names.
 func (s *Server) breakerFromBody(c echo.Context) (*breaker.Breaker, error) {
-	body, err := readJSONBody(c.Request(), s.lim)
+	bs, _, err := s.breakersFromBody(c, false)
 	if err != nil {
 		return nil, err
 	}
+	return bs[0], nil
+}
+
+// breakersFromBody finds the breakers a request names: one, or, when all
+// is set and it names "*", every one (every is then true).
+func (s *Server) breakersFromBody(c echo.Context, all bool) (bs []*breaker.Breaker, every bool, err error) {
+	body, err := readJSONBody(c.Request(), s.lim)
+	if err != nil {
+		return nil, false, err
+	}
 	var req breakerRequest
 	if err := decodeStrict(body, &req, true); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if all && req.Breaker == allBreakers {
+		for _, snap := range s.p.Breakers().Snapshots() {
+			if b, ok := s.p.Breakers().Lookup(snap.Name); ok {
+				bs = append(bs, b)
+			}
+		}
+		return bs, true, nil
 	}
 	b, ok := s.p.Breakers().Lookup(req.Breaker)
 	if !ok {
-		return nil, newError(http.StatusNotFound, CodeNotFound, "no such breaker; GET /v1/status lists them")
+		return nil, false, newError(http.StatusNotFound, CodeNotFound, "no such breaker; GET /v1/status lists them")
 	}
-	return b, nil
+	return []*breaker.Breaker{b}, false, nil
 }
 
 // tripBreaker serves POST /v1/admin/breakers/trip: force a breaker open
@@ -214,17 +257,25 @@ func (s *Server) guardsStaticTier(name string) bool {
 
 // resetBreaker serves POST /v1/admin/breakers/reset: force a breaker
 // closed with an empty window; a model's breaker ("model/<id>") also ends
-// that model's cooldown after a 429 on this instance.
+// that model's cooldown after a 429 on this instance. {"breaker": "*"}
+// resets every breaker and answers {"breakers": [...]}.
 func (s *Server) resetBreaker(c echo.Context) error {
-	b, err := s.breakerFromBody(c)
+	bs, every, err := s.breakersFromBody(c, true)
 	if err != nil {
 		return err
 	}
-	b.Reset()
-	cooled := false
-	if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
-		cooled = s.p.EndCooldown(id)
+	out := make([]BreakerInfo, 0, len(bs))
+	for _, b := range bs {
+		b.Reset()
+		cooled := false
+		if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
+			cooled = s.p.EndCooldown(id)
+		}
+		s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "request_id", requestID(c))
+		out = append(out, breakerInfo(b.Snapshot()))
 	}
-	s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "request_id", requestID(c))
-	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
+	if !every {
+		return c.JSON(http.StatusOK, out[0])
+	}
+	return c.JSON(http.StatusOK, map[string][]BreakerInfo{"breakers": out})
 }

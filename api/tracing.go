@@ -6,11 +6,19 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
+	"github.com/labstack/echo/v4"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
 )
 
 // The standard variables that name an OTLP endpoint when the
@@ -88,4 +96,48 @@ func NewTracerProvider(ctx context.Context, t Tracing, getenv func(string) strin
 		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", name))),
 		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(ratio))),
 	), nil
+}
+
+// The attributes of the question span, beside pipeline.AttrSource.
+const (
+	AttrTenant    = attribute.Key("ragfuse.tenant")
+	AttrRequestID = attribute.Key("ragfuse.request_id")
+	AttrDegraded  = attribute.Key("ragfuse.degraded")
+)
+
+// spanKey holds the question's span in the echo context.
+const spanKey = "ragfuse.span"
+
+// startQuestion starts the span "question" of q, asked through c, as a
+// child of the W3C trace context the request carries (traceparent and
+// tracestate headers), if any, and makes its context the request's.
+// Without a tracer it does nothing.
+func (s *Server) startQuestion(c echo.Context, q tiers.Query) {
+	if s.tracer == nil {
+		return
+	}
+	req := c.Request()
+	ctx := propagation.TraceContext{}.Extract(req.Context(), propagation.HeaderCarrier(req.Header))
+	ctx, span := s.tracer.Start(ctx, "question", trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(AttrTenant.String(q.Tenant), AttrRequestID.String(requestID(c)),
+			attribute.String("http.route", c.Path())))
+	c.SetRequest(req.WithContext(ctx))
+	c.Set(spanKey, span)
+}
+
+// finish ends the question q asked through c at start: its span, if it
+// has one, gets the answer's source (or the error), and the console's
+// feed hears of it.
+func (s *Server) finish(c echo.Context, q tiers.Query, start time.Time, res *pipeline.Result, err error) {
+	s.remember(c, q, start, res, err)
+	span, ok := c.Get(spanKey).(trace.Span)
+	if !ok {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, errorStatus(err).Code)
+	} else {
+		span.SetAttributes(pipeline.AttrSource.String(string(res.Source)), AttrDegraded.Bool(res.Degraded))
+	}
+	span.End()
 }

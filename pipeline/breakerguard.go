@@ -29,7 +29,7 @@ func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) 
 	if err == errSkipped {
 		permit.Done(breaker.Ignored)
 	} else {
-		permit.Report(outcomeOf(c.kind), c.elapsed)
+		permit.ReportReason(outcomeOf(c.kind), c.elapsed, reasonOf(c.kind, c.why))
 	}
 	return a, err
 }

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -31,11 +33,12 @@ var _ tiers.CandidateGuard = (*candidateGuard)(nil)
 // breaker "model/<id>" is skipped (and the skip recorded); otherwise the
 // release reports the outcome to the candidate's breaker, starts a
 // cooldown on 429 and records the attempt.
-func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+func (g *candidateGuard) Acquire(ctx context.Context, tier string, m tiers.Candidate) (context.Context, func(error, tiers.Usage), bool) {
 	r, p := g.run, g.run.p
 	if p.cool.active(m.ID, p.clock.Now) {
+		p.skippedModel(ctx, tier, m.ID, outcomeCoolingDown)
 		r.settle(g, nil, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
-		return nil, false
+		return nil, nil, false
 	}
 	b := p.models[m.ID]
 	if b == nil { // a candidate New did not see: the stage's settings
@@ -53,17 +56,19 @@ func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candida
 	r.mu.Unlock()
 	var err error
 	if cc.permit, err = b.Allow(); err != nil {
+		p.skippedModel(ctx, tier, m.ID, outcomeBreakerOpen)
 		r.settle(g, cc, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeBreakerOpen})
-		return nil, false
+		return nil, nil, false
 	}
 	cc.guard, cc.tier, cc.id, cc.cooldown, cc.t0 = g, tier, m.ID, m.Cooldown, time.Now()
+	ctx, cc.span = p.startModel(ctx, tier, m.ID)
 	if cc != &r.cand {
-		return func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
+		return ctx, func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
 	}
 	if r.release == nil {
 		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u) }
 	}
-	return r.release, true
+	return ctx, r.release, true
 }
 
 // candidateCall is a model candidate call under way.
@@ -74,6 +79,7 @@ type candidateCall struct {
 	tier, id string
 	cooldown time.Duration
 	t0       time.Time
+	span     trace.Span // the call's span; nil without tracing
 }
 
 // finish reports the outcome of candidate call cc to its breaker, starts
@@ -85,11 +91,12 @@ func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
 	if err != nil && callerGone(r.caller) {
 		kind = tiers.KindCanceled
 	}
-	cc.permit.Report(outcomeOf(kind), elapsed)
 	at := Attempt{Tier: cc.tier, Model: cc.id, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
 	if err != nil {
 		at.Outcome, at.Error = string(kind), describe(err)
 	}
+	cc.permit.ReportReason(outcomeOf(kind), elapsed, reasonOf(kind, at.Error))
+	endModel(cc.span, at)
 	if kind == tiers.KindRateLimited {
 		r.p.coolDown(cc.id, err, cc.cooldown)
 	}

@@ -30,17 +30,17 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	c.stage = p.stages[0]
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
 
-	relA, ok := c.Acquire(ctx, "primary", a)
+	_, relA, ok := c.Acquire(ctx, "primary", a)
 	if !ok {
 		t.Fatal("a refused")
 	}
-	relB, ok := c.Acquire(ctx, "primary", b) // a is still under way
+	_, relB, ok := c.Acquire(ctx, "primary", b) // a is still under way
 	if !ok {
 		t.Fatal("b refused")
 	}
 	relB(nil, tiers.Usage{CompletionTokens: 2})
 	relA(&tiers.Error{Kind: tiers.KindServer, Err: errors.New("502")}, tiers.Usage{})
-	relA2, ok := c.Acquire(ctx, "primary", a) // the slot is free again
+	_, relA2, ok := c.Acquire(ctx, "primary", a) // the slot is free again
 	if !ok {
 		t.Fatal("a refused the second time")
 	}

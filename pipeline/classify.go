@@ -27,6 +27,15 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 	return breaker.Ignored
 }
 
+// reasonOf returns what a breaker keeps of a call that ended with kind k,
+// described as why: nothing for a success.
+func reasonOf(k tiers.Kind, why string) breaker.Reason {
+	if k == "" {
+		return breaker.Reason{}
+	}
+	return breaker.Reason{Kind: string(k), Message: why}
+}
+
 // classifier is the innermost guard: it calls the stage's tier (to
 // stream, with the call's stream request, if it can) with the call's
 // candidate guard, and classifies the outcome before the guards
@@ -44,8 +53,11 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	a, err := callTier(ctx, s.Tier, q, c.sr)
 	c.elapsed = time.Since(c.start)
 	c.kind = tiers.KindOf(err)
-	if err != nil && callerGone(r.caller) {
-		c.kind = tiers.KindCanceled
+	if err != nil {
+		c.why = describe(err)
+		if callerGone(r.caller) {
+			c.kind = tiers.KindCanceled
+		}
 	}
 	if s.cacheTyp != "" && (err == nil || c.kind == tiers.KindMiss) {
 		reason := "miss"
@@ -61,7 +73,7 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 			if errors.As(err, &te) {
 				at.Model, at.Usage = te.Model, te.Usage
 			}
-			at.Outcome, at.Error = string(c.kind), describe(err)
+			at.Outcome, at.Error = string(c.kind), c.why
 		}
 		r.record(at)
 	}

@@ -27,16 +27,19 @@ type embedGuard struct {
 
 var _ tiers.CandidateGuard = (*embedGuard)(nil)
 
-func (g *embedGuard) Acquire(_ context.Context, _ string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+func (g *embedGuard) Acquire(ctx context.Context, tier string, m tiers.Candidate) (context.Context, func(error, tiers.Usage), bool) {
 	if g.p.cool.active(m.ID, g.p.clock.Now) {
-		return nil, false
+		g.p.skippedModel(ctx, tier, m.ID, outcomeCoolingDown)
+		return nil, nil, false
 	}
 	permit, err := g.b.Allow()
 	if err != nil {
-		return nil, false
+		g.p.skippedModel(ctx, tier, m.ID, outcomeBreakerOpen)
+		return nil, nil, false
 	}
 	t0 := time.Now()
-	return func(err error, _ tiers.Usage) {
+	ctx, span := g.p.startModel(ctx, tier, m.ID)
+	return ctx, func(err error, u tiers.Usage) {
 		kind := tiers.KindOf(err)
 		if kind == tiers.KindRateLimited {
 			g.p.coolDown(m.ID, err, m.Cooldown)
@@ -44,7 +47,12 @@ func (g *embedGuard) Acquire(_ context.Context, _ string, m tiers.Candidate) (fu
 		if err != nil && callerGone(g.caller) {
 			kind = tiers.KindCanceled // the caller went away: not the model's fault
 		}
-		permit.Report(outcomeOf(kind), time.Since(t0))
+		at := Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeSuccess, Usage: u}
+		if err != nil {
+			at.Outcome, at.Error = string(kind), describe(err)
+		}
+		permit.ReportReason(outcomeOf(kind), time.Since(t0), reasonOf(kind, at.Error))
+		endModel(span, at)
 	}, true
 }
 

@@ -39,6 +39,7 @@ type call struct {
 	limit time.Duration // the call's time limit, from start
 
 	kind    tiers.Kind    // the call's classified outcome; "" for a success
+	why     string        // a failed call's short, secret-free description (describe)
 	elapsed time.Duration // the tier call's time
 }
 

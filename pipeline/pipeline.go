@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
@@ -115,6 +117,10 @@ type Options struct {
 	Limiter Limiter
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
+	// Tracer, if set, records a span per stage call ("tier/<name>") and
+	// per model call ("model/<id>"), children of the span in the
+	// question's context (see the package doc); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Pipeline runs questions through an ordered list of guarded tiers. It is
@@ -140,6 +146,7 @@ type Pipeline struct {
 	closers     []io.Closer
 	flights     flightGroup
 	inflight    inflightGate // the questions in flight, until Close
+	tracer      trace.Tracer // nil: no spans
 }
 
 // stage is a Stage ready to run: its tier with the guards composed around
@@ -188,6 +195,7 @@ func New(opts Options) (*Pipeline, error) {
 		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
 		closers:     opts.Closers,
+		tracer:      opts.Tracer,
 	}
 	p.cool.until = map[string]time.Time{}
 	p.inflight.drained = make(chan struct{})
@@ -285,8 +293,14 @@ func (p *Pipeline) reserve(s *stage) time.Duration {
 	return min(t, p.timeout/10, time.Second)
 }
 
+// breakerChanged reports a breaker's change, with its trip reason when
+// it opened.
 func (p *Pipeline) breakerChanged(name string, from, to breaker.State) {
-	p.emit(Event{Kind: EventBreaker, Breaker: name, From: from, To: to})
+	e := Event{Kind: EventBreaker, Breaker: name, From: from, To: to}
+	if b, ok := p.breakers.Lookup(name); ok && to == breaker.StateOpen {
+		e.Trip = b.LastTrip()
+	}
+	p.emit(e)
 }
 
 // emit sends e to the observer, stamped with the clock's time.

@@ -166,6 +166,9 @@ func (qn *question) try(s *stage) (tiers.Answer, error) {
 	r.guard.stage = s
 	r.guard.reported.Store(0)
 	c := call{question: *qn, stage: s, guard: &r.guard, sr: r.stream.request(s)}
+	if r.p.tracer != nil {
+		return qn.traced(s, &c)
+	}
 	return s.guard.call(qn.ctx, &c)
 }
 

@@ -31,6 +31,7 @@ type TierStatus struct {
 	Source  string        `json:"source"`
 	Timeout time.Duration `json:"timeout"`
 	Model   bool          `json:"model"`
+	Models  []string      `json:"models,omitempty"` // an llm tier's candidate IDs, in order
 }
 
 // CacheStatus is the size of a cache tier.
@@ -66,7 +67,13 @@ func (p *Pipeline) Status() Status {
 		Store:     StoreStatus{Kind: p.store, Healthy: true},
 	}
 	for _, s := range p.stages {
-		st.Tiers = append(st.Tiers, TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model})
+		ts := TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model}
+		if cl, ok := s.Tier.(candidateLister); ok {
+			for _, c := range cl.Candidates() {
+				ts.Models = append(ts.Models, c.ID)
+			}
+		}
+		st.Tiers = append(st.Tiers, ts)
 		if s.bulk != nil {
 			st.Bulkheads = append(st.Bulkheads, s.bulk.status(s.name))
 		}

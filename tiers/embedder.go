@@ -33,11 +33,11 @@ var _ cache.Embedder = (*GuardedEmbedder)(nil)
 
 // Embed embeds texts if the guard lets the call through.
 func (g *GuardedEmbedder) Embed(ctx context.Context, texts []string) ([][]float32, error) {
-	release, ok := g.Guard.Acquire(ctx, embeddingTier, g.Model)
+	gctx, release, ok := g.Guard.Acquire(ctx, embeddingTier, g.Model)
 	if !ok {
 		return nil, &Error{Kind: KindUnavailable, Tier: embeddingTier, Model: g.Model.ID, Err: ErrUnavailable}
 	}
-	cctx, note := withNote(ctx)
+	cctx, note := withNote(gctx)
 	vs, err := g.Embedder.Embed(cctx, texts)
 	if err != nil {
 		te := classifyEmbedding(g.Model.ID, err, ctx.Err(), note.retryAfter)

@@ -114,7 +114,7 @@ func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answe
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}
-	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) {
+	a, err := l.each(ctx, q.Guard, func(ctx context.Context, c Candidate) (Answer, *Error) {
 		return l.callStream(ctx, c, msgs, r)
 	})
 	if err == nil || a.Interrupted {
