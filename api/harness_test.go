@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/ragfuse/ragfuse/config"
@@ -94,6 +95,7 @@ type harnessOptions struct {
 	api      func(*Config)
 	upstream func(http.Handler) http.Handler // wraps the upstream's handler
 	logTo    io.Writer                       // default: harness.logs
+	tracer   trace.Tracer                    // records the pipeline's and the server's spans
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -122,14 +124,14 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	logger := slog.New(slog.NewJSONHandler(logTo, nil))
 	reg := prometheus.NewRegistry()
 	obs := NewObserver(reg, logger)
-	p, err := config.Build(cfg, config.Env{Observer: obs, KnowledgeBase: kb,
+	p, err := config.Build(cfg, config.Env{Observer: obs, KnowledgeBase: kb, Tracer: o.tracer,
 		Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatalf("config.Build: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	s := cfg.Server
-	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg,
+	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg, Tracer: o.tracer,
 		Server: ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}}
 	if o.api != nil {

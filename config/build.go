@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
@@ -43,6 +45,10 @@ type Env struct {
 	// Logger receives the shared store's reports (Redis lost, Redis back);
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer records the pipeline's spans (pipeline.Options.Tracer); nil
+	// records none. The tracing: section says how to make one (see
+	// api.NewTracerProvider).
+	Tracer trace.Tracer
 }
 
 // Build returns a ready pipeline for cfg: it fills defaults, validates cfg
@@ -137,6 +143,7 @@ func (b *builder) options() (pipeline.Options, error) {
 		Store:            b.env.BreakerStore,
 		Limiter:          b.limiter,
 		Closers:          b.closers,
+		Tracer:           b.env.Tracer,
 	}
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb

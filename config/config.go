@@ -15,7 +15,23 @@ type Config struct {
 	Redis         Redis            `yaml:"redis"`
 	RateLimit     RateLimit        `yaml:"rate_limit"`
 	Notes         Notes            `yaml:"notes"`
+	Tracing       Tracing          `yaml:"tracing"`
+	Console       Console          `yaml:"console"`
 	Tiers         []Tier           `yaml:"tiers"`
+}
+
+// Tracing configures OpenTelemetry tracing over OTLP/HTTP: a span per
+// question, per tier and per model call. It is off unless OTLPEndpoint
+// or the standard OTEL_EXPORTER_OTLP_ENDPOINT is set.
+type Tracing struct {
+	OTLPEndpoint string  `yaml:"otlp_endpoint"` // base URL of the collector, e.g. http://127.0.0.1:4318; spans go to its /v1/traces
+	ServiceName  string  `yaml:"service_name"`  // default "ragfuse"
+	SampleRatio  float64 `yaml:"sample_ratio"`  // share of the traces started here that are recorded, in (0, 1]; default 1
+}
+
+// Console configures the web console (GET /console).
+type Console struct {
+	ShowQuestions bool `yaml:"show_questions"` // the feed of the latest questions shows their text; default false
 }
 
 // Server configures the HTTP server. A zero field other than

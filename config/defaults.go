@@ -55,6 +55,8 @@ func (c *Config) Defaults() {
 		c.Models = models
 	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
+	setIfZero(&c.Tracing.ServiceName, "ragfuse")
+	setIfZero(&c.Tracing.SampleRatio, 1)
 	rl := &c.RateLimit
 	setIfZero(&rl.OnLimit, onLimitDegrade)
 	if rl.GlobalRPS > 0 {

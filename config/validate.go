@@ -36,6 +36,7 @@ func (c *Config) Validate() error {
 	v.check(rl.GlobalBurst >= 0, "rate_limit.global_burst", "must be >= 0")
 	v.check(rl.TenantBurst >= 0, "rate_limit.tenant_burst", "must be >= 0")
 	v.check(c.Redis.OpTimeout >= 0, "redis.op_timeout", "must be >= 0")
+	c.validateTracing(&v)
 	v.check(rl.OnLimit == onLimitDegrade || rl.OnLimit == onLimitReject,
 		"rate_limit.on_limit", `must be "degrade" or "reject"`)
 	v.check(len(c.Tiers) > 0, "tiers", "at least one tier is required")
@@ -44,6 +45,19 @@ func (c *Config) Validate() error {
 		c.validateTier(&v, i, names)
 	}
 	return v.err()
+}
+
+// validateTracing checks the tracing: section.
+func (c *Config) validateTracing(v *validator) {
+	t := c.Tracing
+	if t.OTLPEndpoint != "" {
+		u, err := url.Parse(t.OTLPEndpoint)
+		v.check(err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+			u.RawQuery == "" && u.Fragment == "", "tracing.otlp_endpoint",
+			"must be an http or https URL without user, query or fragment, e.g. http://127.0.0.1:4318")
+	}
+	v.number(t.SampleRatio, t.SampleRatio > 0 && t.SampleRatio <= 1, "tracing.sample_ratio",
+		"must be in (0, 1]; to trace nothing, leave tracing.otlp_endpoint empty")
 }
 
 func (c *Config) validateModel(v *validator, id string) {

@@ -50,6 +50,12 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"infinite slow call rate", "tiers: [{kind: static, breaker: {slow_call_rate: -.Inf}}]", "tiers[0].breaker.slow_call_rate: must be a finite number"},
 		{"infinite open backoff", "tiers: [{kind: static, breaker: {open_backoff: .inf}}]", "tiers[0].breaker.open_backoff: must be a finite number"},
 		{"auth key without tenant", "auth: {keys: [{key_env: K}]}\ntiers: [{kind: static}]", "auth.keys[0].tenant: is required"},
+		{"otlp endpoint", "tracing: {otlp_endpoint: \"collector:4318\"}\ntiers: [{kind: static}]", "tracing.otlp_endpoint: must be an http or https URL"},
+		{"otlp endpoint with user", "tracing: {otlp_endpoint: \"http://u:p@x:4318\"}\ntiers: [{kind: static}]", "tracing.otlp_endpoint: must be an http or https URL without user"},
+		{"sample ratio", "tracing: {sample_ratio: 1.5}\ntiers: [{kind: static}]", "tracing.sample_ratio: must be in (0, 1]"},
+		{"negative sample ratio", "tracing: {sample_ratio: -0.1}\ntiers: [{kind: static}]", "tracing.sample_ratio: must be in (0, 1]"},
+		{"unknown tracing field", "tracing: {endpoint: x}\ntiers: [{kind: static}]", "tracing.endpoint: unknown field"},
+		{"unknown console field", "console: {show_question: true}\ntiers: [{kind: static}]", "console.show_question: unknown field"},
 		{"not yaml", "tiers: [", "config: yaml:"},
 	}
 	for _, tt := range tests {
@@ -203,5 +209,22 @@ func TestResolveKeys(t *testing.T) {
 				t.Fatalf("error leaks a key: %v", err)
 			}
 		})
+	}
+}
+
+func TestTracingAndConsoleSections(t *testing.T) {
+	c, err := Parse([]byte("tracing: {otlp_endpoint: \"http://127.0.0.1:4318\", sample_ratio: 0.25}\nconsole: {show_questions: true}\ntiers: [{kind: static}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tracing != (Tracing{OTLPEndpoint: "http://127.0.0.1:4318", ServiceName: "ragfuse", SampleRatio: 0.25}) || !c.Console.ShowQuestions {
+		t.Errorf("tracing %+v, console %+v", c.Tracing, c.Console)
+	}
+	c, err = Parse([]byte("tiers: [{kind: static}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tracing != (Tracing{ServiceName: "ragfuse", SampleRatio: 1}) || c.Console.ShowQuestions {
+		t.Errorf("defaults: tracing %+v, console %+v", c.Tracing, c.Console)
 	}
 }
