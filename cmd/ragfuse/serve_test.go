@@ -235,8 +235,8 @@ func TestServeCommand(t *testing.T) {
 		t.Errorf("with the primary down from the start: source %s", a.Source)
 	}
 	banner := w.String()
-	for _, want := range []string{"ragfuse DEMO", "curl -s " + url + "/v1/ask", "/v1/demo/faults/demo-primary",
-		"--config", "Started with faults: demo-primary=status"} {
+	for _, want := range []string{"ragfuse DEMO", "Open the web console in a browser: " + url + "/console",
+		"curl -s " + url + "/v1/ask", "/v1/demo/faults/demo-primary", "--config", "Started with faults: demo-primary=status"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
@@ -282,5 +282,52 @@ tiers: [{kind: static, message: hi}]
 	}
 	if res.Note != "Call us." || !res.Actions.RetryLater || !res.Actions.CustomerService {
 		t.Errorf("note %q, actions %+v; want the configured en note and retry_later", res.Note, res.Actions)
+	}
+}
+
+// TestServeTracing runs serve with OTEL_EXPORTER_OTLP_ENDPOINT naming a
+// collector: a question's spans reach it, at the latest when serve stops.
+func TestServeTracing(t *testing.T) {
+	var mu sync.Mutex
+	var posts [][]byte
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			mu.Lock()
+			posts = append(posts, b)
+			mu.Unlock()
+		}
+	}))
+	defer col.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	var out bytes.Buffer
+	w := &lockedWriter{w: &out, started: make(chan struct{})}
+	done := make(chan int, 1)
+	listening := make(chan string, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, &env{stdout: w, stderr: w, getenv: os.Getenv,
+			listening: func(url string) { listening <- url }})
+	}()
+	var url string
+	select {
+	case url = <-listening:
+	case code := <-done:
+		cancel()
+		t.Fatalf("serve exited %d: %s", code, w.String())
+	}
+	(&client{t: t, url: url}).ask("How do I return an item?", "en")
+	cancel()
+	if code := <-done; code != exitOK {
+		t.Fatalf("exit %d: %s", code, w.String())
+	}
+	http.DefaultClient.CloseIdleConnections()
+	mu.Lock()
+	defer mu.Unlock()
+	all := bytes.Join(posts, nil)
+	for _, want := range []string{"ragfuse", "question", "tier/primary", "model/" + demoPrimary} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("the collector got no %q in %d posts", want, len(posts))
+		}
 	}
 }
