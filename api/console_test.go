@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/ragfuse/ragfuse/api/browsertest"
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -106,8 +107,8 @@ func statusOf(t *testing.T, h *harness) StatusResponse {
 
 // pageStates returns the state the page shows for each breaker of its
 // table, and each tier of its chain as "tier/<name>".
-func pageStates(b *browser) map[string]string {
-	return eval[map[string]string](b, `(() => {
+func pageStates(b *browsertest.Browser) map[string]string {
+	return browsertest.Eval[map[string]string](b, `(() => {
 		const out = {};
 		for (const r of document.querySelectorAll("#breakers tr[data-breaker]"))
 			out[r.dataset.breaker] = r.querySelector('[data-role="state"]').textContent;
@@ -119,13 +120,13 @@ func pageStates(b *browser) map[string]string {
 
 // matchesStatus checks that the page shows the tiers of st in order, and
 // every breaker of st in its state, in the table and on the chain.
-func matchesStatus(t *testing.T, b *browser, st StatusResponse) {
+func matchesStatus(t *testing.T, b *browsertest.Browser, st StatusResponse) {
 	t.Helper()
 	var want []string
 	for _, ti := range st.Tiers {
 		want = append(want, ti.Name)
 	}
-	if got := eval[[]string](b, `Array.from(document.querySelectorAll("#chain .tier"), (e) => e.dataset.tier)`); !slices.Equal(got, want) {
+	if got := browsertest.Eval[[]string](b, `Array.from(document.querySelectorAll("#chain .tier"), (e) => e.dataset.tier)`); !slices.Equal(got, want) {
 		t.Errorf("chain %v, want %v", got, want)
 	}
 	got := pageStates(b)
@@ -145,9 +146,9 @@ func matchesStatus(t *testing.T, b *browser, st StatusResponse) {
 // a poll.
 func TestConsolePageMatchesStatus(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
-	b := newBrowser(t)
-	b.open(consoleSite(t, h) + "/console")
-	b.waitText(`#breakers tr[data-breaker="model/test-primary"] [data-role="state"]`, "closed")
+	b := browsertest.New(t)
+	b.Open(consoleSite(t, h)+"/console", "#chain .tier")
+	b.WaitText(`#breakers tr[data-breaker="model/test-primary"] [data-role="state"]`, "closed")
 	matchesStatus(t, b, statusOf(t, h))
 
 	br, ok := h.p.Breakers().Lookup("tier/retrieval")
@@ -155,16 +156,16 @@ func TestConsolePageMatchesStatus(t *testing.T) {
 		t.Fatal("no tier/retrieval breaker")
 	}
 	br.Trip()
-	b.waitText(`#chain .tier[data-tier="retrieval"] [data-role="state"]`, "open")
-	b.waitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
+	b.WaitText(`#chain .tier[data-tier="retrieval"] [data-role="state"]`, "open")
+	b.WaitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
 	matchesStatus(t, b, statusOf(t, h))
-	if left := b.text(`#breakers tr[data-breaker="tier/retrieval"] [data-role="until"]`); !strings.HasSuffix(left, " left") {
+	if left := b.Text(`#breakers tr[data-breaker="tier/retrieval"] [data-role="until"]`); !strings.HasSuffix(left, " left") {
 		t.Errorf("open breaker's countdown %q", left)
 	}
-	if n := eval[int](b, `document.querySelectorAll('#breakers tr[data-breaker="tier/static"] button[data-action="trip"][disabled]').length`); n != 1 {
+	if n := browsertest.Eval[int](b, `document.querySelectorAll('#breakers tr[data-breaker="tier/static"] button[data-action="trip"][disabled]').length`); n != 1 {
 		t.Errorf("the static tier's trip button is not disabled")
 	}
-	b.check()
+	b.Check()
 }
 
 // demoHarness is a harness whose server runs the demo routes over its
@@ -188,37 +189,37 @@ func demoHarness(t *testing.T) *harness {
 // the fallback and the primary's breaker open.
 func TestConsoleDemoFaultSwitch(t *testing.T) {
 	h := demoHarness(t)
-	b := newBrowser(t)
-	b.open(consoleSite(t, h) + "/console")
+	b := browsertest.New(t)
+	b.Open(consoleSite(t, h)+"/console", "#chain .tier")
 	const badge = `#chat-log .answer [data-role="badge"]`
 
-	b.typeInto("#chat-input", "How do I return an item?")
-	b.click("#chat-send")
-	b.waitText(badge, "primary")
+	b.TypeInto("#chat-input", "How do I return an item?")
+	b.Click("#chat-send")
+	b.WaitText(badge, "primary")
 
-	b.click(`#faults .fault[data-model="test-primary"] button[data-fault="HTTP 503"]`)
-	b.waitText(`#faults .fault[data-model="test-primary"] button[aria-pressed="true"]`, "HTTP 503")
+	b.Click(`#faults .fault[data-model="test-primary"] button[data-fault="HTTP 503"]`)
+	b.WaitText(`#faults .fault[data-model="test-primary"] button[aria-pressed="true"]`, "HTTP 503")
 	if f := h.up.Fault(modelPrimary); f.Mode != llmtest.ModeStatus || f.Status != 503 {
 		t.Fatalf("upstream fault %+v after the switch", f)
 	}
-	b.typeInto("#chat-input", "How long do refunds take?")
-	b.click("#chat-send")
-	b.waitText(badge, "fallback")
-	if note := b.text(`#chat-log .answer [data-role="note"]`); note == "" {
+	b.TypeInto("#chat-input", "How long do refunds take?")
+	b.Click("#chat-send")
+	b.WaitText(badge, "fallback")
+	if note := b.Text(`#chat-log .answer [data-role="note"]`); note == "" {
 		t.Error("a fallback answer without its note")
 	}
-	if n := eval[int](b, `document.querySelectorAll('#chat-log .answer:first-child button[data-action="refresh"]').length`); n != 1 {
+	if n := browsertest.Eval[int](b, `document.querySelectorAll('#chat-log .answer:first-child button[data-action="refresh"]').length`); n != 1 {
 		t.Error("a fallback answer without its refresh action")
 	}
-	b.waitText(`#breakers tr[data-breaker="model/test-primary"] [data-role="state"]`, "open")
+	b.WaitText(`#breakers tr[data-breaker="model/test-primary"] [data-role="state"]`, "open")
 	matchesStatus(t, b, statusOf(t, h))
 
-	b.click(`#faults .fault[data-model="test-primary"] button[data-fault="ok"]`)
-	b.waitText(`#faults .fault[data-model="test-primary"] button[aria-pressed="true"]`, "ok")
+	b.Click(`#faults .fault[data-model="test-primary"] button[data-fault="ok"]`)
+	b.WaitText(`#faults .fault[data-model="test-primary"] button[aria-pressed="true"]`, "ok")
 	if f := h.up.Fault(modelPrimary); f.Mode != llmtest.ModeOK && f.Mode != "" {
 		t.Errorf("upstream fault %+v after switching back to ok", f)
 	}
-	b.check()
+	b.Check()
 }
 
 // TestConsoleAdminRefusedWithoutKey: on a server with API keys, the page
@@ -228,25 +229,25 @@ func TestConsoleDemoFaultSwitch(t *testing.T) {
 func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
 	const key = "sk-console-test"
 	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{key: "acme"} }})
-	b := newBrowser(t)
-	b.expectFailedLoad("/v1/events")
-	b.expectFailedLoad("/v1/admin/")
-	b.do(chromedp.Navigate(consoleSite(t, h) + "/console"))
-	b.waitText("#conn", "feed refused")
+	b := browsertest.New(t)
+	b.ExpectFailedLoad("/v1/events")
+	b.ExpectFailedLoad("/v1/admin/")
+	b.Do(chromedp.Navigate(consoleSite(t, h) + "/console"))
+	b.WaitText("#conn", "feed refused")
 
 	tripped, _ := h.p.Breakers().Lookup("tier/retrieval")
 	tripped.Trip()
 	before := h.p.Status().KnowledgeBase.Version
-	b.click("#reload")
-	b.waitText("#confirm-text", "Reload the knowledge base?")
-	b.click("#confirm-cancel")
-	b.waitText("#admin-msg", "cancelled")
-	b.click("#reload")
-	b.click("#confirm-ok")
-	b.waitText("#admin-msg", "Reload the knowledge base: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
-	b.click("#reset-all")
-	b.click("#confirm-ok")
-	b.waitText("#admin-msg", "Reset every breaker: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
+	b.Click("#reload")
+	b.WaitText("#confirm-text", "Reload the knowledge base?")
+	b.Click("#confirm-cancel")
+	b.WaitText("#admin-msg", "cancelled")
+	b.Click("#reload")
+	b.Click("#confirm-ok")
+	b.WaitText("#admin-msg", "Reload the knowledge base: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
+	b.Click("#reset-all")
+	b.Click("#confirm-ok")
+	b.WaitText("#admin-msg", "Reset every breaker: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
 	if after := h.p.Status().KnowledgeBase.Version; after != before {
 		t.Errorf("knowledge base reloaded without a key: version %d -> %d", before, after)
 	}
@@ -254,15 +255,15 @@ func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
 		t.Error("breakers reset without a key")
 	}
 
-	b.typeInto("#admin-key", key)
-	b.waitText("#conn", "live")
-	b.waitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
-	b.click("#reset-all")
-	b.click("#confirm-ok")
-	b.waitText("#admin-msg", "Reset every breaker: done")
-	b.waitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "closed")
+	b.TypeInto("#admin-key", key)
+	b.WaitText("#conn", "live")
+	b.WaitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
+	b.Click("#reset-all")
+	b.Click("#confirm-ok")
+	b.WaitText("#admin-msg", "Reset every breaker: done")
+	b.WaitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "closed")
 	if tripped.State() != breaker.StateClosed {
 		t.Error("reset with the key did not close the breaker")
 	}
-	b.check()
+	b.Check()
 }

@@ -1,4 +1,4 @@
-package api
+package browsertest
 
 import (
 	"context"
@@ -16,20 +16,18 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// The browser tests drive the console in headless Chromium. Without a
-// Chromium on PATH (or at RAGFUSE_CHROMIUM) they skip, unless
-// RAGFUSE_REQUIRE_BROWSER is set (as .ci/run sets it): then they fail.
+// The environment variables New reads, and the bound of each step.
 const (
-	envChromium        = "RAGFUSE_CHROMIUM"
-	envRequireBrowser  = "RAGFUSE_REQUIRE_BROWSER"
-	browserStepTimeout = 15 * time.Second
+	EnvChromium       = "RAGFUSE_CHROMIUM"        // the Chromium to run; default: chromium (or chromium-browser, google-chrome) on PATH
+	EnvRequireBrowser = "RAGFUSE_REQUIRE_BROWSER" // set: a missing Chromium fails the test instead of skipping it
+	StepTimeout       = 15 * time.Second          // each action, wait or evaluation
 )
 
 // chromiumPath returns the Chromium to run, or ends the test.
 func chromiumPath(t *testing.T) string {
 	t.Helper()
 	names := []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"}
-	if p := os.Getenv(envChromium); p != "" {
+	if p := os.Getenv(EnvChromium); p != "" {
 		names = []string{p}
 	}
 	for _, n := range names {
@@ -37,17 +35,18 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	if os.Getenv(envRequireBrowser) != "" {
+	if os.Getenv(EnvRequireBrowser) != "" {
 		t.Fatalf("no Chromium found (tried %s) and %s is set: install it (apt-get install -y chromium)",
-			strings.Join(names, ", "), envRequireBrowser)
+			strings.Join(names, ", "), EnvRequireBrowser)
 	}
-	t.Skipf("no Chromium found (tried %s); set %s=1 to fail instead", strings.Join(names, ", "), envRequireBrowser)
+	t.Skipf("no Chromium found (tried %s); set %s=1 to fail instead", strings.Join(names, ", "), EnvRequireBrowser)
 	return ""
 }
 
-// browser is one page of a headless Chromium. It fails its test on any
-// console error, uncaught exception or failed load the test did not expect.
-type browser struct {
+// Browser is one page of a headless Chromium. It fails its test on any
+// console error, uncaught exception or failed load the test did not
+// expect. It is used by one test's goroutine.
+type Browser struct {
 	t   *testing.T
 	ctx context.Context
 
@@ -56,10 +55,12 @@ type browser struct {
 	expected []string // URL parts whose failed loads the test expects
 }
 
-// newBrowser starts Chromium with a new, empty profile, with no network
-// access of its own (no background, component or sync traffic), and closes
-// it when the test ends.
-func newBrowser(t *testing.T) *browser {
+// New starts Chromium with a new, empty profile and no network traffic of
+// its own (no background, component or sync requests), 1280x1000, and
+// closes it when the test ends, failing the test for the problems the
+// page had (see Check). Without a Chromium it skips the test, or fails it
+// when EnvRequireBrowser is set.
+func New(t *testing.T) *Browser {
 	t.Helper()
 	path := chromiumPath(t)
 	opts := []chromedp.ExecAllocatorOption{
@@ -78,14 +79,14 @@ func newBrowser(t *testing.T) *browser {
 		chromedp.WindowSize(1280, 1000),
 	}
 	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	b := &browser{t: t}
+	b := &Browser{t: t}
 	ctx, cancel := chromedp.NewContext(actx, chromedp.WithListener(b.listen))
 	b.ctx = ctx
 	t.Cleanup(func() {
 		_ = chromedp.Cancel(ctx)
 		cancel()
 		cancelAlloc()
-		b.check()
+		b.Check()
 	})
 	// The first action starts the browser, which lives as long as the
 	// context of that action: give it b.ctx, not one with a deadline.
@@ -96,7 +97,7 @@ func newBrowser(t *testing.T) *browser {
 }
 
 // listen records the page's problems. It runs in the tab's event loop.
-func (b *browser) listen(ev any) {
+func (b *Browser) listen(ev any) {
 	var problem string
 	switch ev := ev.(type) {
 	case *runtime.EventConsoleAPICalled:
@@ -128,15 +129,15 @@ func (b *browser) listen(ev any) {
 	}
 }
 
-// expectFailedLoad lets loads of URLs holding part fail (a refused admin
+// ExpectFailedLoad lets loads of URLs holding part fail (a refused admin
 // action, say) without failing the test.
-func (b *browser) expectFailedLoad(part string) {
+func (b *Browser) ExpectFailedLoad(part string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.expected = append(b.expected, part)
 }
 
-func (b *browser) expectedLoad(url string) bool {
+func (b *Browser) expectedLoad(url string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, p := range b.expected {
@@ -147,40 +148,49 @@ func (b *browser) expectedLoad(url string) bool {
 	return false
 }
 
-// check fails the test for every problem the page had so far.
-func (b *browser) check() {
-	b.t.Helper()
+// Problems returns the page's problems so far, and forgets them.
+func (b *Browser) Problems() []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	for _, p := range b.problems {
-		b.t.Errorf("page: %s", p)
-	}
+	p := b.problems
 	b.problems = nil
+	return p
 }
 
-// do runs actions, failing the test on an error or after
-// browserStepTimeout.
-func (b *browser) do(actions ...chromedp.Action[chromedp.Void]) {
+// Check fails the test for every problem the page had so far: a
+// console.error or console.assert call, an uncaught exception or
+// unhandled rejection, or an error of the browser's log (a failed load
+// not expected by ExpectFailedLoad, a refused policy).
+func (b *Browser) Check() {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserStepTimeout)
+	for _, p := range b.Problems() {
+		b.t.Errorf("page: %s", p)
+	}
+}
+
+// Do runs actions, failing the test on an error or after StepTimeout.
+func (b *Browser) Do(actions ...chromedp.Action[chromedp.Void]) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, StepTimeout)
 	defer cancel()
 	if err := chromedp.Do(ctx, actions...); err != nil {
-		b.check()
+		b.Check()
 		b.t.Fatal(err)
 	}
 }
 
-// open loads url and waits for the page's script to have drawn the chain.
-func (b *browser) open(url string) {
+// Open loads url and waits until the element the CSS selector ready
+// finds is visible.
+func (b *Browser) Open(url, ready string) {
 	b.t.Helper()
-	b.do(chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("#chain .tier")))
-	b.check()
+	b.Do(chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS(ready)))
+	b.Check()
 }
 
-// eval returns the value of a JavaScript expression.
-func eval[T any](b *browser, expr string) T {
+// Eval returns the value of a JavaScript expression in b's page.
+func Eval[T any](b *Browser, expr string) T {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserStepTimeout)
+	ctx, cancel := context.WithTimeout(b.ctx, StepTimeout)
 	defer cancel()
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
 	if err != nil {
@@ -189,41 +199,41 @@ func eval[T any](b *browser, expr string) T {
 	return v
 }
 
-// text returns the trimmed text of the first element sel finds, "" if none.
-func (b *browser) text(sel string) string {
+// Text returns the trimmed text of the first element sel finds, "" if none.
+func (b *Browser) Text(sel string) string {
 	b.t.Helper()
-	return eval[string](b, fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? "").trim()`, quoteJS(sel)))
+	return Eval[string](b, fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? "").trim()`, quoteJS(sel)))
 }
 
-// waitText waits until the text of the first element sel finds is want.
-func (b *browser) waitText(sel, want string) {
+// WaitText waits until the text of the first element sel finds is want.
+func (b *Browser) WaitText(sel, want string) {
 	b.t.Helper()
 	expr := fmt.Sprintf(`(document.querySelector(%s)?.textContent ?? "").trim() === %s`, quoteJS(sel), quoteJS(want))
-	ctx, cancel := context.WithTimeout(b.ctx, browserStepTimeout)
+	ctx, cancel := context.WithTimeout(b.ctx, StepTimeout)
 	defer cancel()
 	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](expr, chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
-		b.check()
-		b.t.Fatalf("%s never read %q (it reads %q): %v", sel, want, b.text(sel), err)
+		b.Check()
+		b.t.Fatalf("%s never read %q (it reads %q): %v", sel, want, b.Text(sel), err)
 	}
 }
 
-// click clicks the first element sel finds.
-func (b *browser) click(sel string) {
+// Click clicks the first element sel finds.
+func (b *Browser) Click(sel string) {
 	b.t.Helper()
-	b.do(chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
+	b.Do(chromedp.Click(chromedp.CSS(sel), chromedp.NodeVisible))
 }
 
-// typeInto sets the value of the input sel finds, as typing would.
-func (b *browser) typeInto(sel, text string) {
+// TypeInto sets the value of the input sel finds, as typing would.
+func (b *Browser) TypeInto(sel, text string) {
 	b.t.Helper()
-	eval[bool](b, fmt.Sprintf(`(document.querySelector(%s).value = "") === ""`, quoteJS(sel)))
-	b.do(chromedp.SendKeys(chromedp.CSS(sel), text))
+	Eval[bool](b, fmt.Sprintf(`(document.querySelector(%s).value = "") === ""`, quoteJS(sel)))
+	b.Do(chromedp.SendKeys(chromedp.CSS(sel), text))
 }
 
-// screenshot returns a PNG of the whole page.
-func (b *browser) screenshot() []byte {
+// Screenshot returns a PNG of the whole page.
+func (b *Browser) Screenshot() []byte {
 	b.t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, browserStepTimeout)
+	ctx, cancel := context.WithTimeout(b.ctx, StepTimeout)
 	defer cancel()
 	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {
