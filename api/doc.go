@@ -1,20 +1,33 @@
 // Package api is the HTTP server of ragfuse: the REST surface a
 // customer-service frontend calls, an OpenAI-compatible front door for
-// OpenAI SDK clients, health and readiness probes, Prometheus metrics and
-// structured logs.
+// OpenAI SDK clients, a web console for operators, health and readiness
+// probes, Prometheus metrics, structured logs and OpenTelemetry tracing.
 //
 // Routes:
 //
 //	POST   /v1/ask                   a question -> the answer, its source and a note
 //	POST   /v1/ask/stream            the same as Server-Sent Events: meta, delta, note, done
 //	POST   /v1/chat/completions      OpenAI-compatible, plain and stream: true (OpenAI's chunks)
-//	GET    /v1/status                breakers, bulkheads, caches
+//	GET    /v1/status                breakers (with their last trip reason), bulkheads, caches
+//	GET    /v1/events                the console's live feed (SSE): history, status each second, questions
 //	POST   /v1/admin/reload          reload the knowledge base
 //	POST   /v1/admin/breakers/trip   force a breaker open: {"breaker": "tier/retrieval"}
-//	POST   /v1/admin/breakers/reset  force a breaker closed
+//	POST   /v1/admin/breakers/reset  force a breaker closed; {"breaker": "*"}: every one
+//	GET    /console, GET /           the web console (/ redirects there); embedded files
 //	GET    /healthz, /readyz         liveness, readiness
 //	GET    /metrics                  Prometheus
 //	GET|PUT|DELETE /v1/demo/faults[/{model}]   demo only: switch upstream faults
+//
+// The console (console/, embedded) is plain HTML, CSS and JavaScript that
+// fetch nothing from elsewhere; it reads /v1/events with the key the
+// operator types, sent as a bearer token, as are its admin actions.
+//
+// With Config.Tracer set, each question is a span "question" (tenant,
+// request id, source, degraded) continuing the request's W3C traceparent;
+// the pipeline's spans are its children. NewTracerProvider makes a tracer
+// provider exporting over OTLP/HTTP. A breaker that opens is logged with
+// its trip reason, and a model breaker tripped by refused keys (401/403)
+// with a warning naming the model and its api_key_env.
 //
 // Every error is JSON, {"error": {"code", "message", "type"}}, with an HTTP
 // status chosen in one place (see errorStatus). Bad input is refused before

@@ -48,10 +48,11 @@
 // until Redis answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at
 // once. Env carries what is not in the file: the clock, the observer, the
-// HTTP client, the environment.
+// HTTP client, the environment, the tracer.
 //
-// The server: section other than request_timeout and the notes: section
-// are the HTTP server's (package api); cmd/ragfuse passes them on.
+// The server: section other than request_timeout, the notes: and console:
+// sections are the HTTP server's (package api), and tracing: says how the
+// tracer is made (api.NewTracerProvider); cmd/ragfuse passes them on.
 //
 // # Tests
 //

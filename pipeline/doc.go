@@ -47,6 +47,19 @@
 //	caller gone (its context ended or its deadline  ignored   stop: ctx.Err()
 //	passed), a receiver's error in Stream
 //
+// A breaker hears each failure with its kind and the attempt's
+// description (breaker.Reason), kept as its trip reason (Snapshot.LastTrip)
+// and sent with EventBreaker when it opens.
+//
+// # Tracing
+//
+// With Options.Tracer, each stage call is a span "tier/<name>" and each
+// model call (chat or embedding) a span "model/<id>" inside it, a skipped
+// candidate one of no length; their attributes are ragfuse.tier,
+// ragfuse.outcome, gen_ai.request.model and the tokens. The spans are
+// children of the span in the question's context. A model call's context
+// carries its span, whose traceparent the model client sends upstream.
+//
 // A caller that joined a flight returns its own ctx.Err() if its context
 // ends first. If the leader's caller went away, the callers still waiting
 // join the question again, one of them leading; one whose budget ends

@@ -13,15 +13,17 @@
 // Tiers never print or log: the pipeline turns what happens into events.
 //
 // The llm tier reaches models only through github.com/sashabaranov/go-openai,
-// with clients made by NewClient, which send through an http.Client's Do and
+// with clients made by NewClient, which send through an http.Client's Do,
 // record the Retry-After of a 429 (go-openai does not expose the headers
-// of an error). It tries its candidates in order and stops at the first
+// of an error) and send the W3C traceparent of the tracing span in the
+// call's context, if any. It tries its candidates in order and stops at the first
 // answer, at a failure that is the question's fault (context length,
 // content filter, bad request) or when its context ends. Per-candidate
 // protection (a breaker per model, a cooldown after 429, the record of
 // each attempt) is not built in: the tier asks Query.Guard, a
-// CandidateGuard, before each candidate and releases it exactly once with
-// the call's outcome, also when the call panics. With no guard, every
+// CandidateGuard, before each candidate, makes the call with the context
+// the guard gives (carrying the call's span) and releases it exactly once
+// with the call's outcome, also when the call panics. With no guard, every
 // candidate is tried. GuardedEmbedder puts an embedding model behind the
 // same kind of guard, its errors classified as a chat call's.
 //
