@@ -61,12 +61,14 @@ func (g *candidateGuard) Acquire(ctx context.Context, tier string, m tiers.Candi
 		return nil, nil, false
 	}
 	cc.guard, cc.tier, cc.id, cc.cooldown, cc.t0 = g, tier, m.ID, m.Cooldown, time.Now()
-	ctx, cc.span = p.startModel(ctx, tier, m.ID)
-	if cc != &r.cand {
-		return ctx, func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
+	// A traced call's release carries its span: the run's release, made
+	// once, is for the calls without one.
+	ctx, span := p.startModel(ctx, tier, m.ID)
+	if cc != &r.cand || span != nil {
+		return ctx, func(err error, u tiers.Usage) { r.finish(cc, err, u, span) }, true
 	}
 	if r.release == nil {
-		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u) }
+		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u, nil) }
 	}
 	return ctx, r.release, true
 }
@@ -79,13 +81,13 @@ type candidateCall struct {
 	tier, id string
 	cooldown time.Duration
 	t0       time.Time
-	span     trace.Span // the call's span; nil without tracing
 }
 
 // finish reports the outcome of candidate call cc to its breaker, starts
-// a cooldown after a 429 and records the attempt. A failure while the
-// caller is gone is not the model's fault, as for a stage's call.
-func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
+// a cooldown after a 429, records the attempt and ends the call's span, if
+// not nil. A failure while the caller is gone is not the model's fault, as
+// for a stage's call.
+func (r *run) finish(cc *candidateCall, err error, u tiers.Usage, span trace.Span) {
 	elapsed := time.Since(cc.t0)
 	kind := tiers.KindOf(err)
 	if err != nil && callerGone(r.caller) {
@@ -96,7 +98,7 @@ func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
 		at.Outcome, at.Error = string(kind), describe(err)
 	}
 	cc.permit.ReportReason(outcomeOf(kind), elapsed, reasonOf(kind, at.Error))
-	endModel(cc.span, at)
+	endModel(span, at)
 	if kind == tiers.KindRateLimited {
 		r.p.coolDown(cc.id, err, cc.cooldown)
 	}
