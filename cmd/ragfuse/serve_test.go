@@ -204,33 +204,49 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 }
 
-// TestServeCommand runs `ragfuse serve` itself, demo mode, on a free port,
-// and checks the banner and a clean stop.
-func TestServeCommand(t *testing.T) {
+// serving is `ragfuse serve` running on a goroutine.
+type serving struct {
+	url  string
+	out  *lockedWriter
+	stop func() int // stops serve and returns its exit code
+}
+
+// serveInProcess runs `ragfuse serve args...` with getenv until stop, and
+// returns once it listens.
+func serveInProcess(t *testing.T, getenv func(string) string, args ...string) serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	w := &lockedWriter{w: &out, started: make(chan struct{})}
+	w := &lockedWriter{w: &bytes.Buffer{}, started: make(chan struct{})}
 	done := make(chan int, 1)
 	listening := make(chan string, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--demo-faults", "demo-primary=status:500"},
-			&env{stdout: w, stderr: w, getenv: func(string) string { return "" },
-				listening: func(url string) { listening <- url }})
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...),
+			&env{stdout: w, stderr: w, getenv: getenv, listening: func(url string) { listening <- url }})
 	}()
-	var url string
 	select {
-	case url = <-listening:
+	case url := <-listening:
+		return serving{url: url, out: w, stop: func() int {
+			cancel()
+			code := <-done
+			http.DefaultClient.CloseIdleConnections()
+			return code
+		}}
 	case code := <-done:
 		cancel()
 		t.Fatalf("serve exited %d: %s", code, w.String())
 	}
-	c := &client{t: t, url: url}
-	a := c.ask("How do I return an item?", "en")
-	cancel()
-	if code := <-done; code != exitOK {
+	return serving{}
+}
+
+// TestServeCommand runs `ragfuse serve` itself, demo mode, on a free port,
+// and checks the banner and a clean stop.
+func TestServeCommand(t *testing.T) {
+	s := serveInProcess(t, func(string) string { return "" }, "--demo-faults", "demo-primary=status:500")
+	url, w := s.url, s.out
+	a := (&client{t: t, url: url}).ask("How do I return an item?", "en")
+	if code := s.stop(); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	http.DefaultClient.CloseIdleConnections()
 	if a.Source != tiers.SourceFallback {
 		t.Errorf("with the primary down from the start: source %s", a.Source)
 	}
@@ -300,28 +316,11 @@ func TestServeTracing(t *testing.T) {
 	}))
 	defer col.Close()
 	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
-	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	w := &lockedWriter{w: &out, started: make(chan struct{})}
-	done := make(chan int, 1)
-	listening := make(chan string, 1)
-	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, &env{stdout: w, stderr: w, getenv: os.Getenv,
-			listening: func(url string) { listening <- url }})
-	}()
-	var url string
-	select {
-	case url = <-listening:
-	case code := <-done:
-		cancel()
-		t.Fatalf("serve exited %d: %s", code, w.String())
+	s := serveInProcess(t, os.Getenv)
+	(&client{t: t, url: s.url}).ask("How do I return an item?", "en")
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("exit %d: %s", code, s.out.String())
 	}
-	(&client{t: t, url: url}).ask("How do I return an item?", "en")
-	cancel()
-	if code := <-done; code != exitOK {
-		t.Fatalf("exit %d: %s", code, w.String())
-	}
-	http.DefaultClient.CloseIdleConnections()
 	mu.Lock()
 	defer mu.Unlock()
 	all := bytes.Join(posts, nil)
