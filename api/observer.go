@@ -41,6 +41,7 @@ type Observer struct {
 
 	status  atomic.Pointer[statusFunc]        // set by attach; read at scrape time
 	keyEnvs atomic.Pointer[map[string]string] // model ID -> api_key_env; set by New
+	caches  cacheTallies                      // lookups per cache tier, for /v1/status
 }
 
 type statusFunc func() pipeline.Status
@@ -135,6 +136,7 @@ func (o *Observer) Observe(e pipeline.Event) {
 		o.bulkheadReject.WithLabelValues(e.Tier).Inc()
 	case pipeline.EventCache:
 		o.cacheLookups.WithLabelValues(e.Tier, e.Reason).Inc()
+		o.caches.add(e.Tier, e.Reason != "miss")
 	}
 }
 

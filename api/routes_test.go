@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,6 +76,29 @@ func TestStatusRoute(t *testing.T) {
 	}
 	if !st.KnowledgeBase.Loaded || len(st.Caches) != 1 || st.Caches[0].Entries != 0 {
 		t.Errorf("kb %+v caches %+v", st.KnowledgeBase, st.Caches)
+	}
+	if c := st.Caches[0]; c.Lookups != 1 || c.Hits != 0 || c.HitRate == nil || *c.HitRate != 0 {
+		t.Errorf("cache lookups %+v, want one miss", c)
+	}
+	if len(st.Tiers) > 1 && !slices.Equal(st.Tiers[1].Models, []string{modelPrimary}) {
+		t.Errorf("primary tier's models %v", st.Tiers[1].Models)
+	}
+}
+
+// TestStatusCacheHitRate: the cache tiers' lookups since start, and the
+// share that answered.
+func TestStatusCacheHitRate(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	if st := statusOf(t, h); st.Caches[0].Lookups != 0 || st.Caches[0].HitRate != nil {
+		t.Fatalf("before any question: %+v", st.Caches[0])
+	}
+	for range 3 {
+		h.ask("How do I return an item?") // a miss, then two hits
+	}
+	h.ask("How long do refunds take?")
+	c := statusOf(t, h).Caches[0]
+	if c.Tier != "cache" || c.Entries != 2 || c.Lookups != 4 || c.Hits != 2 || c.HitRate == nil || *c.HitRate != 0.5 {
+		t.Fatalf("cache %+v, want 4 lookups, 2 hits, hit rate 0.5", c)
 	}
 }
 

@@ -20,7 +20,7 @@ type StatusResponse struct {
 	Tiers         []TierInfo                 `json:"tiers"`
 	Breakers      []BreakerInfo              `json:"breakers"`
 	Bulkheads     []pipeline.BulkheadStatus  `json:"bulkheads"`
-	Caches        []pipeline.CacheStatus     `json:"caches"`
+	Caches        []CacheInfo                `json:"caches"`
 	KnowledgeBase pipeline.KnowledgeBaseInfo `json:"knowledge_base"`
 	RateLimit     RateLimitInfo              `json:"rate_limit"`
 	Store         pipeline.StoreStatus       `json:"store"`
@@ -98,7 +98,7 @@ func (s *Server) statusBody() StatusResponse {
 		Tiers:         make([]TierInfo, 0, len(st.Tiers)),
 		Breakers:      make([]BreakerInfo, 0, len(st.Breakers)),
 		Bulkheads:     nonNil(st.Bulkheads),
-		Caches:        nonNil(st.Caches),
+		Caches:        make([]CacheInfo, 0, len(st.Caches)),
 		KnowledgeBase: st.KnowledgeBase,
 		RateLimit: RateLimitInfo{GlobalRPS: finiteRate(st.RateLimit.GlobalRPS), GlobalBurst: st.RateLimit.GlobalBurst,
 			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: onLimit(st.RateLimit.Reject)},
@@ -114,6 +114,9 @@ func (s *Server) statusBody() StatusResponse {
 	}
 	for _, b := range st.Breakers {
 		out.Breakers = append(out.Breakers, breakerInfo(b))
+	}
+	for _, c := range st.Caches {
+		out.Caches = append(out.Caches, s.obs.caches.info(c))
 	}
 	return out
 }
