@@ -54,6 +54,7 @@ func TestDemoConsole(t *testing.T) {
 		t.Errorf("the primary's trip reason reads %q, want it to start %q", reason, want)
 	}
 	b.WaitText(`#questions tbody tr:first-child .badge`, "fallback")
+	b.WaitText(`#questions tbody tr:first-child .muted`, "Can I change my delivery address?") // the demo shows the text
 	if n := browsertest.Eval[int](b, `document.querySelectorAll("#chart rect[data-source]").length`); n == 0 {
 		t.Error("the chart shows no answers")
 	}
