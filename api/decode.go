@@ -20,12 +20,23 @@ type AskRequest struct {
 	TenantID  string `json:"tenant_id"`  // optional; with API keys it must match the key's tenant
 	SessionID string `json:"session_id"` // optional; at most 128 bytes
 	Question  string `json:"question"`   // required; at most server.max_question_bytes
+	// History holds the earlier turns of the conversation, oldest first;
+	// see ServerOptions.MaxHistoryTurns and MaxHistoryBytes.
+	History []HistoryTurn `json:"history"`
+}
+
+// HistoryTurn is one earlier message of a conversation.
+type HistoryTurn struct {
+	Role    string `json:"role"`    // "user" or "assistant"
+	Content string `json:"content"` // not empty
 }
 
 // limits bounds what a request may carry.
 type limits struct {
-	maxBody     int // bytes of the body
-	maxQuestion int // bytes of the question
+	maxBody      int // bytes of the body
+	maxQuestion  int // bytes of the question
+	historyTurns int // turns of history kept, the newest
+	historyBytes int // bytes of the history kept
 }
 
 const maxSessionBytes = 128
@@ -190,6 +201,11 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	if err := checkSession(req.SessionID); err != nil {
 		return AskRequest{}, err
 	}
+	for i, t := range req.History {
+		if err := checkTurn(t.Role, "history["+strconv.Itoa(i)+"]"); err != nil {
+			return AskRequest{}, err
+		}
+	}
 	return req, nil
 }
 
@@ -221,6 +237,24 @@ func blank(q string) bool {
 		}
 	}
 	return true
+}
+
+// stripControl returns s without its control characters (Unicode Cc)
+// other than tab, line feed and carriage return, which are white space.
+func stripControl(s string) string {
+	if strings.IndexFunc(s, isStrippedControl) < 0 {
+		return s
+	}
+	return strings.Map(func(r rune) rune {
+		if isStrippedControl(r) {
+			return -1
+		}
+		return r
+	}, s)
+}
+
+func isStrippedControl(r rune) bool {
+	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
 }
 
 func checkSession(s string) error {

@@ -21,6 +21,9 @@ const (
 	CodeInvalidUTF8      = "invalid_utf8"       // 400: the body is not valid UTF-8
 	CodeInvalidTenant    = "invalid_tenant"     // 400: tenant_id is not 1-64 of [A-Za-z0-9_.-]
 	CodeInvalidSession   = "invalid_session"    // 400: session_id is longer than 128 bytes
+	CodeInvalidHistory   = "invalid_history"    // 400: a history turn of an unknown role, or without readable content
+	CodeUnsupportedRole  = "unsupported_role"   // 400: a chat message of a role other than system, user and assistant
+	CodeHistoryTooLong   = "history_too_long"   // 413: the history kept is over server.max_history_bytes
 	CodeBadFault         = "bad_fault"          // 400: a demo fault that cannot be served
 	CodeUnauthorized     = "unauthorized"       // 401: missing or unknown API key
 	CodeTenantMismatch   = "tenant_mismatch"    // 403: tenant_id differs from the API key's tenant

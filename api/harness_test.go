@@ -96,6 +96,7 @@ type harnessOptions struct {
 	upstream func(http.Handler) http.Handler // wraps the upstream's handler
 	logTo    io.Writer                       // default: harness.logs
 	tracer   trace.Tracer                    // records the pipeline's and the server's spans
+	kb       *retrieval.KnowledgeBase        // default: testDocs
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -112,9 +113,11 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	kb, err := retrieval.New(testDocs)
-	if err != nil {
-		t.Fatal(err)
+	kb, err := o.kb, error(nil)
+	if kb == nil {
+		if kb, err = retrieval.New(testDocs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs := &syncBuffer{}
 	var logTo io.Writer = logs
@@ -133,7 +136,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	s := cfg.Server
 	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg, Tracer: o.tracer,
 		Server: ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
-			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}}
+			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
+			MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes},
+		OpenAI: OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent}}
 	if o.api != nil {
 		o.api(&acfg)
 	}

@@ -17,6 +17,7 @@ type Config struct {
 	Notes         Notes            `yaml:"notes"`
 	Tracing       Tracing          `yaml:"tracing"`
 	Console       Console          `yaml:"console"`
+	OpenAI        OpenAI           `yaml:"openai"`
 	Tiers         []Tier           `yaml:"tiers"`
 }
 
@@ -44,7 +45,9 @@ type Server struct {
 	MaxBodyBytes     int           `yaml:"max_body_bytes"`     // default 64 KiB
 	ShutdownGrace    time.Duration `yaml:"shutdown_grace"`     // default 15s
 	DrainDelay       time.Duration `yaml:"drain_delay"`        // on SIGINT/SIGTERM, /readyz is 503 this long before the listener closes; default 0
-	DefaultLanguage  string        `yaml:"default_language"`   // "zh" or "en"; default "zh"
+	DefaultLanguage  string        `yaml:"default_language"`   // notes without Accept-Language or a question in a known script: "zh" or "en"; default "zh"
+	MaxHistoryTurns  int           `yaml:"max_history_turns"`  // turns of history a question keeps, the oldest beyond dropped; default 20
+	MaxHistoryBytes  int           `yaml:"max_history_bytes"`  // bytes of the turns kept; more is 413 history_too_long; default 16384
 }
 
 // Auth lists API keys. With no keys, requests are not authenticated and
@@ -71,6 +74,22 @@ type Model struct {
 // KnowledgeBase says where the knowledge base is.
 type KnowledgeBase struct {
 	Path string `yaml:"path"` // a folder of Markdown and JSON Lines files; no default (required by a retrieval tier)
+	// Condense, if set, lets a model rewrite a question with history into
+	// a standalone question before retrieval (tiers.Condenser).
+	Condense *Condense `yaml:"condense"`
+}
+
+// Condense configures the rewrite of follow-up questions.
+type Condense struct {
+	Model   string        `yaml:"model"`   // required: a models: id
+	Timeout time.Duration `yaml:"timeout"` // bound of one rewrite; default 1s
+}
+
+// OpenAI configures the OpenAI-compatible front door.
+type OpenAI struct {
+	// NoteInContent appends the degradation note to the message content,
+	// for clients that never read the ragfuse field; default false.
+	NoteInContent bool `yaml:"note_in_content"`
 }
 
 // Redis enables shared breaker state and rate limits.
@@ -137,6 +156,10 @@ type LLMTier struct {
 	Models      []string `yaml:"models"`       // required: models: ids, tried in order
 	ContextDocs int      `yaml:"context_docs"` // default 5
 	Prompt      string   `yaml:"prompt"`       // system prompt override
+	// HistoryTurns is how many of the latest turns of a conversation go
+	// into the prompt, within a bound on their size; default 6; 0 sends
+	// none.
+	HistoryTurns *int `yaml:"history_turns"`
 
 	// Streaming; see pipeline.StreamConfig.
 	FirstTokenTimeout   time.Duration `yaml:"first_token_timeout"`

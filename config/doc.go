@@ -50,9 +50,11 @@
 // once. Env carries what is not in the file: the clock, the observer, the
 // HTTP client, the environment, the tracer.
 //
-// The server: section other than request_timeout, the notes: and console:
-// sections are the HTTP server's (package api), and tracing: says how the
-// tracer is made (api.NewTracerProvider); cmd/ragfuse passes them on.
+// knowledge_base.condense becomes the pipeline's tiers.Condenser, its
+// model's client the one of its models: entry. The server: section other
+// than request_timeout, the notes:, openai: and console: sections are the
+// HTTP server's (package api), and tracing: says how the tracer is made
+// (api.NewTracerProvider); cmd/ragfuse passes them on.
 //
 // # Tests
 //

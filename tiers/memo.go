@@ -20,6 +20,12 @@ type Memo struct {
 	// Embedder, if set, embeds the question once for the semantic cache and
 	// for a retriever that implements retrieval.VectorRetriever.
 	Embedder cache.Embedder
+	// Condense, if set, rewrites a question with history into a
+	// standalone question before its documents are retrieved (the
+	// pipeline sets a Condenser's Condense behind its guard). When it
+	// fails, retrieval searches for the question with the salient words of
+	// its earlier user turns.
+	Condense func(ctx context.Context, q Query) (string, error)
 
 	embOnce sync.Once
 	vec     []float32
@@ -62,35 +68,26 @@ func (m *Memo) Embedding(ctx context.Context, e cache.Embedder, question string)
 	return m.vec, m.embErr
 }
 
-// Docs returns the k documents most relevant to question from r, retrieving
-// max(k, m.K) on first use. With a nil m it always calls r. If ctx ends
-// before r is asked (the embedding took the caller's time), nothing is
-// remembered and a later call retrieves.
-func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string, k int) ([]retrieval.Doc, error) {
+// Docs returns the k documents most relevant to q from r, retrieving
+// max(k, m.K) on first use. With a nil m it always calls r. A question
+// with history is searched for with its conversation: rewritten by
+// m.Condense when that succeeds, else as a retrieval.FollowUp of its
+// question and earlier user turns. If ctx ends before r is asked (the
+// embedding or the rewrite took the caller's time), nothing is remembered
+// and a later call retrieves.
+func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, q Query, k int) ([]retrieval.Doc, error) {
 	if m == nil {
-		return r.Retrieve(ctx, question, k)
+		return retrieval.RetrieveFollowUp(ctx, r, q.followUp(), k)
 	}
 	m.docsMu.Lock()
 	defer m.docsMu.Unlock()
 	if !m.docsDone {
-		n := max(k, m.K)
-		vr, byVector := r.(retrieval.VectorRetriever)
-		byVector = byVector && m.Embedder != nil
-		var vec []float32
-		if byVector {
-			var err error
-			if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
-				vec = retrieval.NoVector // rank lexically; do not embed again
-			}
-		}
+		f := m.search(ctx, q)
+		vec := m.vector(ctx, r, q, f)
 		if err := ctx.Err(); err != nil {
 			return nil, err // the retriever was not asked: not a failed retrieval
 		}
-		if byVector {
-			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
-		} else {
-			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
-		}
+		m.docs, m.docsErr = retrieval.RetrieveFollowUpVector(ctx, r, f, vec, max(k, m.K))
 		m.docsDone = true
 	}
 	if m.docsErr != nil {
@@ -100,6 +97,41 @@ func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string,
 		return m.docs[:k], nil
 	}
 	return m.docs, nil
+}
+
+// search returns what q's documents are retrieved for: its question alone,
+// its rewrite by m.Condense, or its question with its earlier user turns.
+func (m *Memo) search(ctx context.Context, q Query) retrieval.FollowUp {
+	f := q.followUp()
+	if len(f.Previous) == 0 || m.Condense == nil {
+		return f
+	}
+	if s, err := m.Condense(ctx, q); err == nil {
+		return retrieval.FollowUp{Question: s}
+	}
+	return f
+}
+
+// vector returns the embedding of f's text for r, nil when r does not
+// rank by vector or m has no Embedder, and retrieval.NoVector when
+// embedding failed. The question's own embedding is shared with the
+// semantic cache; another text (a follow-up's, a rewrite) is embedded for
+// retrieval alone.
+func (m *Memo) vector(ctx context.Context, r retrieval.Retriever, q Query, f retrieval.FollowUp) []float32 {
+	if _, ok := r.(retrieval.VectorRetriever); !ok || m.Embedder == nil {
+		return nil
+	}
+	var vec []float32
+	var err error
+	if text := f.Text(); text == q.Question {
+		vec, err = m.Embedding(ctx, m.Embedder, q.Question)
+	} else {
+		vec, err = embedOne(ctx, m.Embedder, text)
+	}
+	if err != nil {
+		return retrieval.NoVector // rank lexically; do not embed again
+	}
+	return vec
 }
 
 // retrievalFailed reports whether the question's retrieval was tried and

@@ -30,7 +30,7 @@ func TestMemoDocsAfterEmbeddingHung(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if _, err := m.Docs(ctx, ret, q.Question, 5); err == nil {
+	if _, err := m.Docs(ctx, ret, q, 5); err == nil {
 		t.Fatal("Docs with the embedding hung: no error")
 	}
 

@@ -110,7 +110,7 @@ func continueMessages(msgs []openai.ChatCompletionMessage, question, partial, pr
 // failure: the answer is whole, its usage counted from the chunks.
 func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answer, error) {
 	docs := l.documents(ctx, q)
-	msgs := buildMessages(l.system, q.Question, docs)
+	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}

@@ -104,6 +104,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 		return fail(err)
 	}
 	acfg := api.Config{Pipeline: a.pipeline, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
+		OpenAI: api.OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent},
 		Logger: logger, Observer: obs, Registry: reg, Tracer: tracer, Console: api.ConsoleOptions{ShowQuestions: cfg.Console.ShowQuestions},
 		APIKeyEnvs: apiKeyEnvs(cfg.Models)}
 	if upstream != nil {
@@ -145,7 +146,8 @@ func apiKeyEnvs(models map[string]config.Model) map[string]string {
 // server's options.
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
-		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}
+		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
+		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes}
 }
 
 // notes maps the configuration's notes: section onto the server's.
