@@ -45,7 +45,7 @@ func (s *Server) events(c echo.Context) error {
 		case <-tick.C:
 			err = w.event("status", s.statusBody())
 		case q := <-questions:
-			err = w.event("question", q)
+			err = w.event("question", q.sendable())
 		}
 		if err != nil {
 			return nil // the client is gone
@@ -64,7 +64,7 @@ func (s *Server) remember(c echo.Context, q tiers.Query, start time.Time, res *p
 	if err != nil {
 		ev.Source, ev.Error = "error", errorStatus(err).Code
 	} else {
-		ev.Source, ev.Degraded, ev.Attempts = string(res.Source), res.Degraded, attemptInfos(res.Attempts)
+		ev.Source, ev.Degraded, ev.attempts = string(res.Source), res.Degraded, res.Attempts
 	}
 	s.feed.add(ev)
 }

@@ -1,9 +1,10 @@
 package api
 
 import (
-	"slices"
 	"sync"
 	"time"
+
+	"github.com/ragfuse/ragfuse/pipeline"
 )
 
 // The console's history: answers by source per feedBucket over the last
@@ -27,6 +28,16 @@ type questionEvent struct {
 	Attempts   []AttemptInfo `json:"attempts"`
 	Error      string        `json:"error,omitempty"`    // a failed question's error code
 	Question   string        `json:"question,omitempty"` // only with console.show_questions
+
+	attempts []pipeline.Attempt // the Result's, shaped into Attempts only when sent (see sendable)
+}
+
+// sendable returns q with its Attempts filled from the Result's.
+func (q questionEvent) sendable() questionEvent {
+	if q.Attempts == nil {
+		q.Attempts = attemptInfos(q.attempts)
+	}
+	return q
 }
 
 // historyEvent is what the feed sends first: the answers by source per
@@ -49,7 +60,9 @@ type historyBucket struct {
 // use.
 type feed struct {
 	mu     sync.Mutex                      // guards the fields below
-	recent []questionEvent                 // oldest first, at most feedQuestions
+	recent [feedQuestions]questionEvent    // a ring: the newest at next-1
+	next   int                             // where the next question goes
+	held   int                             // questions in recent
 	counts map[int64]map[string]int        // bucket number (Unix time / feedBucket) -> source -> answers
 	subs   map[chan questionEvent]struct{} // the subscribers
 }
@@ -59,23 +72,22 @@ type feed struct {
 func (f *feed) add(q questionEvent) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if len(f.recent) == feedQuestions {
-		f.recent = slices.Delete(f.recent, 0, 1)
-	}
-	f.recent = append(f.recent, q)
+	f.recent[f.next] = q
+	f.next = (f.next + 1) % feedQuestions
+	f.held = min(f.held+1, feedQuestions)
 	if f.counts == nil {
 		f.counts = map[int64]map[string]int{}
 	}
 	n := bucketOf(q.Time)
 	if f.counts[n] == nil {
 		f.counts[n] = map[string]int{}
-	}
-	f.counts[n][q.Source]++
-	for b := range f.counts {
-		if b <= n-feedBuckets {
-			delete(f.counts, b)
+		for b := range f.counts { // a new bucket: drop the ones out of the history
+			if b <= n-feedBuckets {
+				delete(f.counts, b)
+			}
 		}
 	}
+	f.counts[n][q.Source]++
 	for ch := range f.subs {
 		select {
 		case ch <- q:
@@ -89,7 +101,7 @@ func (f *feed) add(q questionEvent) {
 func (f *feed) history(now time.Time) historyEvent {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	h := historyEvent{BucketMS: feedBucket.Milliseconds(), Questions: make([]questionEvent, 0, len(f.recent))}
+	h := historyEvent{BucketMS: feedBucket.Milliseconds(), Questions: make([]questionEvent, 0, f.held)}
 	last := bucketOf(now)
 	for n := last - feedBuckets + 1; n <= last; n++ {
 		counts := map[string]int{}
@@ -98,8 +110,8 @@ func (f *feed) history(now time.Time) historyEvent {
 		}
 		h.Buckets = append(h.Buckets, historyBucket{Start: time.Unix(0, n*int64(feedBucket)).UTC(), Counts: counts})
 	}
-	for i := len(f.recent) - 1; i >= 0; i-- {
-		h.Questions = append(h.Questions, f.recent[i])
+	for i := 1; i <= f.held; i++ {
+		h.Questions = append(h.Questions, f.recent[(f.next-i+feedQuestions)%feedQuestions].sendable())
 	}
 	return h
 }
