@@ -3,13 +3,10 @@ package api
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"fmt"
 	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
-
-	"github.com/ragfuse/ragfuse/pipeline"
 )
 
 // DefaultTenant is the tenant of a request without API keys configured
@@ -21,36 +18,6 @@ const DefaultTenant = "default"
 const HeaderTenant = "X-Ragfuse-Tenant"
 
 const tenantKey = "ragfuse.tenant"
-
-// ResolveKeys reads the API keys of cfg from the environment through
-// getenv and returns them as a map from key to tenant. A key variable that
-// is unset or empty, an invalid tenant, or one key given to two tenants is
-// an error naming the field, e.g. "auth.keys[1].key_env". The keys
-// themselves never appear in errors.
-func ResolveKeys(cfg pipeline.AuthConfig, getenv func(string) string) (map[string]string, error) {
-	keys := make(map[string]string, len(cfg.Keys))
-	for i, k := range cfg.Keys {
-		path := fmt.Sprintf("auth.keys[%d]", i)
-		if k.KeyEnv == "" {
-			return nil, fmt.Errorf("%s.key_env: required", path)
-		}
-		if !pipeline.EnvName(k.KeyEnv) {
-			return nil, fmt.Errorf("%s.key_env: %s", path, pipeline.NotEnvName)
-		}
-		if !validTenant(k.Tenant) {
-			return nil, fmt.Errorf("%s.tenant: %q must be 1-64 characters of A-Z a-z 0-9 _ . -", path, k.Tenant)
-		}
-		v := strings.TrimSpace(getenv(k.KeyEnv))
-		if v == "" {
-			return nil, fmt.Errorf("%s.key_env: environment variable %s is empty or unset", path, k.KeyEnv)
-		}
-		if t, dup := keys[v]; dup && t != k.Tenant {
-			return nil, fmt.Errorf("%s.key_env: %s holds the same key as another tenant's", path, k.KeyEnv)
-		}
-		keys[v] = k.Tenant
-	}
-	return keys, nil
-}
 
 // keyring checks bearer tokens. Keys are kept as SHA-256 digests and every
 // digest is compared in constant time, so neither a key's content nor its

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 )
 
 var testLimits = limits{maxBody: 1 << 10, maxQuestion: 64}
@@ -179,10 +179,10 @@ func FuzzDecodeAsk(f *testing.F) {
 // (with a chain that needs no model) and checks that every response is a
 // 200 answer or a coded 4xx JSON error.
 func FuzzAskHandler(f *testing.F) {
-	h := newHarness(f, harnessOptions{config: func(c *pipeline.Config) {
-		c.Tiers = []pipeline.TierConfig{
+	h := newHarness(f, harnessOptions{config: func(c *config.Config) {
+		c.Tiers = []config.Tier{
 			{Name: "retrieval", Kind: "retrieval"},
-			{Name: "static", Kind: "static", Message: "Please contact customer service."},
+			{Name: "static", Kind: "static", Static: config.StaticTier{Message: "Please contact customer service."}},
 		}
 	}})
 	f.Add([]byte(`{"question":"How do I return an item?"}`), "application/json")

@@ -21,11 +21,16 @@
 // the pipeline runs, so it never costs a model call. Every response carries
 // an X-Request-Id header; an incoming sane X-Request-Id is kept.
 //
-// Wiring: create the Observer first, pass it to pipeline.Build, then pass
-// both the pipeline and the Observer to New:
+// The server takes a built *pipeline.Pipeline and its own options:
+// ServerOptions (address, limits, shutdown), the API keys already
+// resolved to tenants, and Notes. It reads no configuration file and no
+// environment; cmd/ragfuse maps package config onto these options.
+// Wiring: create the Observer first, make it the pipeline's observer
+// (config.Env.Observer or pipeline.Options.Observer), then pass both the
+// pipeline and the Observer to New:
 //
 //	obs := api.NewObserver(reg, logger)
-//	p, err := pipeline.Build(cfg, pipeline.BuildEnv{Observer: obs, ...})
-//	srv, err := api.New(api.Config{Pipeline: p, Observer: obs, ...})
+//	p, err := config.Build(cfg, config.Env{Observer: obs, ...})
+//	srv, err := api.New(api.Config{Pipeline: p, Observer: obs, Keys: keys, ...})
 //	err = srv.ListenAndServe(ctx)
 package api

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/pipeline"
 )
 
@@ -70,8 +71,8 @@ func TestErrorResponses(t *testing.T) {
 }
 
 func TestRateLimitedRequest(t *testing.T) {
-	h := newHarness(t, harnessOptions{config: func(c *pipeline.Config) {
-		c.RateLimit = pipeline.RateLimitConfig{TenantRPS: 0.001, TenantBurst: 1, OnLimit: pipeline.OnLimitReject}
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) {
+		c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: "reject"}
 	}})
 	h.ask("How do I return an item?")
 	h.up.ResetStats()

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -40,22 +41,22 @@ var testDocs = []retrieval.Doc{
 
 // testConfig is a full chain against the upstream at url, with timeouts
 // short enough for tests.
-func testConfig(url string) pipeline.Config {
-	return pipeline.Config{
-		Server: pipeline.ServerConfig{RequestTimeout: 5 * time.Second, MaxQuestionBytes: 200, MaxBodyBytes: 2048,
+func testConfig(url string) config.Config {
+	return config.Config{
+		Server: config.Server{RequestTimeout: 5 * time.Second, MaxQuestionBytes: 200, MaxBodyBytes: 2048,
 			DefaultLanguage: "en"},
-		Models: map[string]pipeline.ModelConfig{
+		Models: map[string]config.Model{
 			modelPrimary:  {BaseURL: url, Model: modelPrimary},
 			modelFallback: {BaseURL: url, Model: modelFallback},
 		},
-		Tiers: []pipeline.TierConfig{
-			{Name: "cache", Kind: "semantic_cache", Embedder: "hash", Timeout: 300 * time.Millisecond},
-			{Name: "primary", Kind: "llm", Source: "primary", Models: []string{modelPrimary}, Timeout: time.Second,
-				Breaker: &pipeline.BreakerConfig{FailureThreshold: 1000}},
-			{Name: "fallback", Kind: "llm", Source: "fallback", Models: []string{modelFallback}, Timeout: time.Second,
-				Breaker: &pipeline.BreakerConfig{FailureThreshold: 1000}},
-			{Name: "retrieval", Kind: "retrieval", TopK: 2},
-			{Name: "static", Kind: "static", Message: "Sorry, please contact customer service."},
+		Tiers: []config.Tier{
+			{Name: "cache", Kind: "semantic_cache", Cache: config.CacheTier{Embedder: "hash"}, Timeout: 300 * time.Millisecond},
+			{Name: "primary", Kind: "llm", LLM: config.LLMTier{Source: "primary", Models: []string{modelPrimary}}, Timeout: time.Second,
+				Breaker: &config.Breaker{FailureThreshold: 1000}},
+			{Name: "fallback", Kind: "llm", LLM: config.LLMTier{Source: "fallback", Models: []string{modelFallback}}, Timeout: time.Second,
+				Breaker: &config.Breaker{FailureThreshold: 1000}},
+			{Name: "retrieval", Kind: "retrieval", Retrieval: config.RetrievalTier{TopK: 2}},
+			{Name: "static", Kind: "static", Static: config.StaticTier{Message: "Sorry, please contact customer service."}},
 		},
 	}
 }
@@ -89,7 +90,7 @@ type harness struct {
 }
 
 type harnessOptions struct {
-	config   func(*pipeline.Config)
+	config   func(*config.Config)
 	api      func(*Config)
 	upstream func(http.Handler) http.Handler // wraps the upstream's handler
 	logTo    io.Writer                       // default: harness.logs
@@ -121,13 +122,16 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	logger := slog.New(slog.NewJSONHandler(logTo, nil))
 	reg := prometheus.NewRegistry()
 	obs := NewObserver(reg, logger)
-	p, err := pipeline.Build(cfg, pipeline.BuildEnv{Observer: obs, KnowledgeBase: kb,
+	p, err := config.Build(cfg, config.Env{Observer: obs, KnowledgeBase: kb,
 		Getenv: func(string) string { return "" }})
 	if err != nil {
-		t.Fatalf("pipeline.Build: %v", err)
+		t.Fatalf("config.Build: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
-	acfg := Config{Pipeline: p, Server: cfg.Server, Notes: cfg.Notes, Logger: logger, Observer: obs, Registry: reg}
+	s := cfg.Server
+	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg,
+		Server: ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
+			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}}
 	if o.api != nil {
 		o.api(&acfg)
 	}

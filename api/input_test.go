@@ -5,6 +5,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/tiers"
 )
 
 // TestHTTPMetricsMethodLabelBounded: a client inventing HTTP methods must
@@ -105,5 +109,33 @@ func TestInvisibleQuestionIsEmpty(t *testing.T) {
 	req, err := decodeAsk([]byte(`{"question":"\u200bHow do I return an item?"}`), h.srv.lim)
 	if err != nil || req.Question != "\u200bHow do I return an item?" {
 		t.Fatalf("question %q, %v; want it unchanged", req.Question, err)
+	}
+}
+
+// TestServerOptionsDefaults: a server given no options (or negative ones)
+// listens on 127.0.0.1:8080, takes questions up to 4096 bytes and bodies
+// up to 64 KiB, and writes its notes in zh, as README documents for
+// server: fields left out of the configuration file.
+func TestServerOptionsDefaults(t *testing.T) {
+	want := ServerOptions{Addr: "127.0.0.1:8080", MaxQuestionBytes: 4096, MaxBodyBytes: 64 << 10,
+		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh"}
+	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1}).withDefaults(); got != want {
+		t.Fatalf("negative options became %+v, want %+v", got, want)
+	}
+	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{{Tier: tiers.NewStatic("static", "sorry")}}}, Config{})
+	if h.srv.Addr() != want.Addr {
+		t.Fatalf("addr %q", h.srv.Addr())
+	}
+	if a := h.ask(strings.Repeat("q", 4096)); a.Note != defaultNotes["zh"][tiers.SourceStatic].Text {
+		t.Fatalf("note %q, want the zh default", a.Note)
+	}
+	for body, code := range map[string]string{
+		`{"question":"` + strings.Repeat("q", 4097) + `"}`:   CodeQuestionTooLong,
+		`{"question":"` + strings.Repeat("q", 64<<10) + `"}`: CodeBodyTooLarge,
+	} {
+		w := h.do(http.MethodPost, "/v1/ask", body)
+		if w.Code != http.StatusRequestEntityTooLarge || !strings.Contains(w.Body.String(), code) {
+			t.Errorf("%d-byte body: %d %s, want 413 %s", len(body), w.Code, w.Body, code)
+		}
 	}
 }

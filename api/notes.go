@@ -6,7 +6,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -56,10 +55,23 @@ type notebook struct {
 	notes map[string]map[tiers.Source]Note // by language, then source
 }
 
+// Notes overrides the built-in notes and actions, by language ("zh",
+// "en", or a new one) and then by source name ("fallback", "static"…).
+type Notes map[string]map[string]NoteOverride
+
+// NoteOverride replaces the note of one source in one language: a
+// non-empty Text replaces the text, a non-nil action its value.
+type NoteOverride struct {
+	Text            string
+	Refresh         *bool
+	RetryLater      *bool
+	CustomerService *bool
+}
+
 // newNotebook merges the overrides of cfg into the built-in notes. A
 // language that is not built in takes the default language's notes for
 // the sources it does not override.
-func newNotebook(defLang string, cfg pipeline.NotesConfig) (*notebook, error) {
+func newNotebook(defLang string, cfg Notes) (*notebook, error) {
 	if defLang == "" {
 		defLang = "zh"
 	}
@@ -90,8 +102,8 @@ func newNotebook(defLang string, cfg pipeline.NotesConfig) (*notebook, error) {
 			if !ok {
 				n = defaultNotes[defLang][s]
 			}
-			if nc.Note != "" {
-				n.Text = nc.Note
+			if nc.Text != "" {
+				n.Text = nc.Text
 			}
 			setIf(&n.Actions.Refresh, nc.Refresh)
 			setIf(&n.Actions.RetryLater, nc.RetryLater)

@@ -4,7 +4,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -104,9 +103,9 @@ func TestNotebookDefaults(t *testing.T) {
 func TestNotebookOverrides(t *testing.T) {
 	no := false
 	yes := true
-	nb, err := newNotebook("zh", pipeline.NotesConfig{
-		"en": {"static": {Note: "Call us on 800.", CustomerService: &no, RetryLater: &yes}},
-		"ja": {"fallback": {Note: "予備のモデルが回答しました。"}},
+	nb, err := newNotebook("zh", Notes{
+		"en": {"static": {Text: "Call us on 800.", CustomerService: &no, RetryLater: &yes}},
+		"ja": {"fallback": {Text: "予備のモデルが回答しました。"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -131,7 +130,7 @@ func TestNotebookOverrides(t *testing.T) {
 }
 
 func TestNotebookRejectsBadConfig(t *testing.T) {
-	if _, err := newNotebook("zh", pipeline.NotesConfig{"en": {"primay": {Note: "x"}}}); err == nil ||
+	if _, err := newNotebook("zh", Notes{"en": {"primay": {Text: "x"}}}); err == nil ||
 		!strings.Contains(err.Error(), "notes.en.primay") {
 		t.Errorf("unknown source: err = %v", err)
 	}

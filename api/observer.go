@@ -17,8 +17,8 @@ import (
 // Observer turns the pipeline's events into Prometheus metrics and
 // structured logs (one line per breaker transition); the server's
 // streaming routes also hand it each stream's events (Pipeline.Stream)
-// for the stream metrics. Create it before the pipeline, pass it to
-// pipeline.Build as the observer and to New as Config.Observer; New
+// for the stream metrics. Create it before the pipeline, make it the
+// pipeline's observer and pass it to New as Config.Observer; New
 // attaches the pipeline so gauges (breaker states, bulkheads, cache sizes)
 // are read from pipeline.Status at scrape time. An Observer is safe for
 // concurrent use.
@@ -111,7 +111,7 @@ func (o *Observer) Observe(e pipeline.Event) {
 	case pipeline.EventAttempt:
 		a := e.Attempt
 		o.attempts.WithLabelValues(a.Tier, a.Model, a.Outcome).Inc()
-		if !skipped(a.Outcome) {
+		if !a.Skipped() {
 			o.attemptTime.WithLabelValues(a.Tier, a.Model).Observe(a.Duration.Seconds())
 		}
 		if a.Usage.Total() > 0 {
@@ -142,17 +142,6 @@ func (o *Observer) Observe(e pipeline.Event) {
 	case pipeline.EventCache:
 		o.cacheLookups.WithLabelValues(e.Tier, e.Reason).Inc()
 	}
-}
-
-// skipped reports whether an attempt outcome is a skip, which takes no
-// time worth a latency sample.
-func skipped(outcome string) bool {
-	switch outcome {
-	case pipeline.OutcomeBreakerOpen, pipeline.OutcomeBulkheadFull, pipeline.OutcomeCoolingDown,
-		pipeline.OutcomeQuota, pipeline.OutcomeBudgetExhausted:
-		return true
-	}
-	return false
 }
 
 // httpRequest records one HTTP request.

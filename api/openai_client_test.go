@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -186,8 +186,8 @@ func TestOpenAIClientErrors(t *testing.T) {
 		}
 
 		// 429.
-		h = newHarness(t, harnessOptions{config: func(c *pipeline.Config) {
-			c.RateLimit = pipeline.RateLimitConfig{TenantRPS: 0.001, TenantBurst: 1, OnLimit: pipeline.OnLimitReject}
+		h = newHarness(t, harnessOptions{config: func(c *config.Config) {
+			c.RateLimit = config.RateLimit{TenantRPS: 0.001, TenantBurst: 1, OnLimit: "reject"}
 		}})
 		client, _ := openaiServer(t, h, "")
 		if err := call(client, req); err != nil {
@@ -196,7 +196,7 @@ func TestOpenAIClientErrors(t *testing.T) {
 		apiError(t, "429", call(client, req), 429, CodeRateLimited)
 
 		// 503: no tier answers and there is no static tier.
-		h = newHarness(t, harnessOptions{config: func(c *pipeline.Config) {
+		h = newHarness(t, harnessOptions{config: func(c *config.Config) {
 			c.Tiers = c.Tiers[1:3]
 		}})
 		h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
@@ -210,7 +210,7 @@ func TestOpenAIClientErrors(t *testing.T) {
 // after heartbeats went out still reaches go-openai as an API error.
 func TestOpenAIClientStreamErrorAfterPing(t *testing.T) {
 	h := newHarness(t, harnessOptions{
-		config: func(c *pipeline.Config) { c.Tiers = c.Tiers[1:3] },
+		config: func(c *config.Config) { c.Tiers = c.Tiers[1:3] },
 		api:    func(c *Config) { c.StreamHeartbeat = 20 * time.Millisecond },
 		upstream: func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

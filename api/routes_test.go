@@ -14,7 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
@@ -321,7 +321,7 @@ func TestGracefulShutdown(t *testing.T) {
 // balancer polling /readyz stops routing to it before its listener closes.
 func TestDrainDelay(t *testing.T) {
 	const delay = 300 * time.Millisecond
-	h := newHarness(t, harnessOptions{config: func(c *pipeline.Config) { c.Server.DrainDelay = delay }})
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) { c.Server.DrainDelay = delay }})
 	url, cancel, served := serveLoopback(t, h.srv)
 	c := &http.Client{Timeout: 5 * time.Second}
 	defer c.CloseIdleConnections()

@@ -22,17 +22,18 @@ import (
 type Config struct {
 	// Pipeline answers the questions. Required.
 	Pipeline *pipeline.Pipeline
-	// Server holds the limits and timeouts; zero fields take the defaults
-	// documented on pipeline.ServerConfig.
-	Server pipeline.ServerConfig
-	// Keys maps API keys to tenants (see ResolveKeys). Empty: no
-	// authentication, the tenant comes from the request.
+	// Server holds the address, limits and timeouts; zero fields take the
+	// defaults documented on ServerOptions.
+	Server ServerOptions
+	// Keys maps API keys (their values, already read from wherever they
+	// are kept) to tenants. Empty: no authentication, the tenant comes
+	// from the request.
 	Keys map[string]string
 	// Notes overrides the built-in degradation notes and actions.
-	Notes pipeline.NotesConfig
+	Notes Notes
 	// Logger receives the request and breaker logs; nil: slog.Default().
 	Logger *slog.Logger
-	// Observer is the Observer passed to pipeline.Build. Nil: New makes
+	// Observer is the Observer the pipeline reports to. Nil: New makes
 	// one, which then sees no pipeline events (only scrape-time gauges).
 	Observer *Observer
 	// Registry serves /metrics; it must be the registry Observer was
@@ -52,7 +53,7 @@ type Config struct {
 // Server is the ragfuse HTTP server. It is safe for concurrent use.
 type Server struct {
 	p      *pipeline.Pipeline
-	srv    pipeline.ServerConfig
+	srv    ServerOptions
 	lim    limits
 	keys   *keyring
 	notes  *notebook
@@ -74,7 +75,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Pipeline == nil {
 		return nil, errors.New("api: Config.Pipeline is required")
 	}
-	sc := withServerDefaults(cfg.Server)
+	sc := cfg.Server.withDefaults()
 	nb, err := newNotebook(sc.DefaultLanguage, cfg.Notes)
 	if err != nil {
 		return nil, err
@@ -110,15 +111,36 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// withServerDefaults fills sc's unset fields (zero or, for the limits,
-// negative) with pipeline's defaults.
-func withServerDefaults(sc pipeline.ServerConfig) pipeline.ServerConfig {
-	sc.MaxQuestionBytes = max(sc.MaxQuestionBytes, 0)
-	sc.MaxBodyBytes = max(sc.MaxBodyBytes, 0)
-	sc.ShutdownGrace = max(sc.ShutdownGrace, 0)
-	sc.DrainDelay = max(sc.DrainDelay, 0)
-	sc.Defaults()
-	return sc
+// ServerOptions are the server's address, limits and timeouts. A zero or
+// negative field takes the default written beside it.
+type ServerOptions struct {
+	Addr             string        // listen address; default "127.0.0.1:8080"
+	MaxQuestionBytes int           // a longer question gets 413 question_too_long; default 4096
+	MaxBodyBytes     int           // a larger body gets 413 body_too_large; default 64 KiB
+	ShutdownGrace    time.Duration // time in-flight requests get once shutdown begins; default 15s
+	DrainDelay       time.Duration // time /readyz is 503 before the listener closes; default 0
+	DefaultLanguage  string        // notes language without a matching Accept-Language; default "zh"
+}
+
+// withDefaults returns o with its unset fields filled.
+func (o ServerOptions) withDefaults() ServerOptions {
+	if o.Addr == "" {
+		o.Addr = "127.0.0.1:8080"
+	}
+	if o.MaxQuestionBytes <= 0 {
+		o.MaxQuestionBytes = 4096
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = 64 << 10
+	}
+	if o.ShutdownGrace <= 0 {
+		o.ShutdownGrace = 15 * time.Second
+	}
+	o.DrainDelay = max(o.DrainDelay, 0)
+	if o.DefaultLanguage == "" {
+		o.DefaultLanguage = "zh"
+	}
+	return o
 }
 
 // routes builds the echo instance.

@@ -42,6 +42,14 @@ type RateLimitInfo struct {
 	OnLimit     string  `json:"on_limit"` // degrade or reject
 }
 
+// onLimit names what admission does over a rate limit, as on_limit does.
+func onLimit(reject bool) string {
+	if reject {
+		return "reject"
+	}
+	return "degrade"
+}
+
 // TierInfo is one tier of the chain, in order.
 type TierInfo struct {
 	Name      string `json:"name"`
@@ -75,7 +83,7 @@ func (s *Server) status(c echo.Context) error {
 		Caches:        nonNil(st.Caches),
 		KnowledgeBase: st.KnowledgeBase,
 		RateLimit: RateLimitInfo{GlobalRPS: finiteRate(st.RateLimit.GlobalRPS), GlobalBurst: st.RateLimit.GlobalBurst,
-			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: st.RateLimit.OnLimit},
+			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: onLimit(st.RateLimit.Reject)},
 		Store:     st.Store,
 		Cooldowns: make([]CooldownInfo, 0, len(st.Cooldowns)),
 	}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -65,7 +65,7 @@ func TestStreamMetrics(t *testing.T) {
 }
 
 func TestStreamMetricsContinued(t *testing.T) {
-	h, ts := streamHarness(t, func(tc *pipeline.TierConfig) { tc.OnStreamBreak = pipeline.OnStreamBreakContinue }, time.Hour)
+	h, ts := streamHarness(t, func(tc *config.Tier) { tc.LLM.OnStreamBreak = "continue" }, time.Hour)
 	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
 	if b := streamAll(t, ts.URL, "/v1/ask/stream", `{"question":"How do I return an item?"}`); !strings.Contains(b, `"continued":true`) {
 		t.Fatalf("not continued: %s", b)

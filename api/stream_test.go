@@ -14,7 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -96,14 +96,14 @@ func firstEvent(evs []sseEvent, name string) sseEvent {
 }
 
 // streamHarness is a harness with streaming settings, served over HTTP.
-func streamHarness(t *testing.T, sc func(*pipeline.TierConfig), heartbeat time.Duration) (*harness, *httptest.Server) {
+func streamHarness(t *testing.T, sc func(*config.Tier), heartbeat time.Duration) (*harness, *httptest.Server) {
 	t.Helper()
 	h := newHarness(t, harnessOptions{
-		config: func(c *pipeline.Config) {
+		config: func(c *config.Config) {
 			for i := range c.Tiers {
 				if c.Tiers[i].Kind == "llm" {
-					c.Tiers[i].FirstTokenTimeout = 100 * time.Millisecond
-					c.Tiers[i].StallTimeout = 100 * time.Millisecond
+					c.Tiers[i].LLM.FirstTokenTimeout = 100 * time.Millisecond
+					c.Tiers[i].LLM.StallTimeout = 100 * time.Millisecond
 					if sc != nil {
 						sc(&c.Tiers[i])
 					}

@@ -60,15 +60,20 @@
 // so that one instance in the cluster probes (a probe is void when the
 // lease it was admitted under ends), and CLOSED outcomes are recorded for
 // cluster-wide aggregation. A failed probe on any instance grows the open
-// time of every instance, as one on this instance would. The CLOSED path makes no call that
-// can block. MemoryStore is an in-process Store for tests and simulations;
+// time of every instance, as one on this instance would. The CLOSED path
+// makes no call that can block. MemoryStore is an in-process Store for tests and simulations;
 // package redisstore shares state through Redis.
 //
-// # Performance
+// # Measuring
 //
 // The CLOSED path takes no lock and does not allocate: the state is an
 // immutable record behind an atomic pointer, the window is atomic counters
-// that are written only when they change, and the clock is read only when a
-// time-based window or slow-call tracking needs it. README.md shows the
-// benchmarks beside sony/gobreaker and failsafe-go.
+// written only when they change, and the clock is read only when a
+// time-based window or slow-call tracking needs it.
+//
+//	go test -run '^$' -bench . -benchmem -count 6 ./breaker/
+//
+// runs Allow plus a report (serial, parallel, with a time window) and Do
+// beside sony/gobreaker/v2 and failsafe-go in the same run; the figures
+// are in docs/performance.md.
 package breaker

@@ -1,13 +1,14 @@
 // Package drill runs scripted outages against the ragfuse pipeline and
 // reports, with numbers and a chart, what each protection buys.
 //
-// A Scenario (YAML, see ParseScenario) names a pipeline configuration, a
-// fault timeline per model, a load (an open-loop rate or a closed-loop
+// A Scenario (YAML, see ParseScenario) names a configuration (package
+// config, checked as config.Parse checks it), a fault timeline per model, a load (an open-loop rate or a closed-loop
 // concurrency, a duration and a warm-up) and a question set. Paths written
 // in a scenario are relative to its file; a config_file is read as
 // ragfuse serve --config reads it, its knowledge_base.path relative to the
-// working directory. Run plays the scenario once per protection setting
-// against a fresh in-process upstream:
+// working directory. Run builds the pipeline with config.Build and plays
+// the scenario once per protection setting against a fresh in-process
+// upstream:
 //
 //	none     tiers tried in order with only their per-call timeouts: no
 //	         breakers, no budget reserve, no bulkheads, no rate limits, no

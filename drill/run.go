@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -179,8 +180,8 @@ func queryFor(sc *Scenario, questions []string, i int) tiers.Query {
 
 // rig is one setting's pipeline and upstream, ready to run.
 type rig struct {
-	cfg       pipeline.Config // as built: transformed, scaled, pointing at up
-	keys      []string        // config.models keys, sorted
+	cfg       config.Config // as built: transformed, scaled, pointing at up
+	keys      []string      // config.models keys, sorted
 	up        *upstream
 	p         *pipeline.Pipeline
 	obs       *observer
@@ -208,7 +209,7 @@ func newRig(sc *Scenario, setting string, speed float64) (*rig, error) {
 		cfg.Models[k] = m
 	}
 	r.transport = &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024, IdleConnTimeout: time.Minute}
-	r.p, err = pipeline.Build(cfg, pipeline.BuildEnv{Getenv: func(string) string { return "" }, Observer: r.obs,
+	r.p, err = config.Build(cfg, config.Env{Getenv: func(string) string { return "" }, Observer: r.obs,
 		HTTPClient: &http.Client{Transport: r.transport}})
 	if err != nil {
 		r.up.close()

@@ -14,7 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -42,7 +42,7 @@ type Scenario struct {
 	Description string `yaml:"description"`
 	// Config is the pipeline configuration. Every model named under
 	// Config.Models is served by the drill's upstream.
-	Config pipeline.Config `yaml:"-"`
+	Config config.Config `yaml:"-"`
 	// Faults maps a Config.Models key to its fault timeline, sorted by At.
 	// A model without a timeline answers normally throughout.
 	Faults map[string][]Step `yaml:"faults"`
@@ -149,7 +149,7 @@ func ParseScenario(data []byte, dir string) (*Scenario, error) {
 		return nil, fmt.Errorf("%w: empty", ErrScenario)
 	}
 	var f scenarioFile
-	if err := pipeline.DecodeYAML(&doc, &f, ""); err != nil {
+	if err := config.DecodeYAML(&doc, &f, ""); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrScenario, err)
 	}
 	sc := &Scenario{Name: f.Name, Description: f.Description, Faults: f.Faults, Load: f.Load,

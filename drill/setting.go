@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 )
 
 // The protection settings.
@@ -33,7 +33,7 @@ const noReserve = time.Nanosecond
 //	         no rate limits, no budget reserve
 //	breaker  as none, but with the configured (or default) breakers
 //	full     cfg as it is
-func configFor(cfg pipeline.Config, setting string) (pipeline.Config, error) {
+func configFor(cfg config.Config, setting string) (config.Config, error) {
 	c := cloneConfig(cfg)
 	c.Defaults()
 	switch setting {
@@ -43,16 +43,16 @@ func configFor(cfg pipeline.Config, setting string) (pipeline.Config, error) {
 	default:
 		return c, fmt.Errorf("drill: unknown setting %q (want none, breaker or full)", setting)
 	}
-	c.RateLimit = pipeline.RateLimitConfig{OnLimit: c.RateLimit.OnLimit}
-	c.Tiers = slices.DeleteFunc(c.Tiers, func(t pipeline.TierConfig) bool {
-		return t.Kind == pipeline.KindSemanticCache || t.Kind == pipeline.KindStaleCache
+	c.RateLimit = config.RateLimit{OnLimit: c.RateLimit.OnLimit}
+	c.Tiers = slices.DeleteFunc(c.Tiers, func(t config.Tier) bool {
+		return t.Kind == config.KindSemanticCache || t.Kind == config.KindStaleCache
 	})
 	for i := range c.Tiers {
 		t := &c.Tiers[i]
 		t.Bulkhead = nil
 		t.Reserve = noReserve
 		if setting == SettingNone {
-			t.Breaker = &pipeline.BreakerConfig{FailureThreshold: -1, FailureRate: -1, SlowCallRate: -1}
+			t.Breaker = &config.Breaker{FailureThreshold: -1, FailureRate: -1, SlowCallRate: -1}
 		}
 	}
 	return c, nil
@@ -60,9 +60,9 @@ func configFor(cfg pipeline.Config, setting string) (pipeline.Config, error) {
 
 // cloneConfig copies the parts of cfg that configFor and scaleConfig
 // change.
-func cloneConfig(cfg pipeline.Config) pipeline.Config {
+func cloneConfig(cfg config.Config) config.Config {
 	c := cfg
-	c.Models = make(map[string]pipeline.ModelConfig, len(cfg.Models))
+	c.Models = make(map[string]config.Model, len(cfg.Models))
 	for k, m := range cfg.Models {
 		c.Models[k] = m
 	}
@@ -83,7 +83,7 @@ func cloneConfig(cfg pipeline.Config) pipeline.Config {
 
 // scaleConfig divides every duration of c that shapes a drill by speed
 // and multiplies its rates by speed. c must be a clone.
-func scaleConfig(c *pipeline.Config, speed float64) {
+func scaleConfig(c *config.Config, speed float64) {
 	if speed == 1 {
 		return
 	}
@@ -100,13 +100,14 @@ func scaleConfig(c *pipeline.Config, speed float64) {
 		if t.Reserve != noReserve {
 			d(&t.Reserve)
 		}
-		for _, p := range []*time.Duration{&t.Timeout, &t.FirstTokenTimeout, &t.StallTimeout, &t.CommitAfterDuration, &t.TTL, &t.Grace} {
+		for _, p := range []*time.Duration{&t.Timeout, &t.LLM.FirstTokenTimeout, &t.LLM.StallTimeout, &t.LLM.CommitAfterDuration,
+			&t.Cache.TTL, &t.Cache.Grace} {
 			d(p)
 		}
 		// Every tier has a breaker; a missing block or open_duration runs
 		// with breaker's default, which must be scaled too.
 		if t.Breaker == nil {
-			t.Breaker = &pipeline.BreakerConfig{}
+			t.Breaker = &config.Breaker{}
 		}
 		b := t.Breaker
 		if b.OpenDuration == 0 {
@@ -117,7 +118,7 @@ func scaleConfig(c *pipeline.Config, speed float64) {
 		}
 		if b := t.Bulkhead; b != nil {
 			if b.QueueTimeout == 0 {
-				b.QueueTimeout = pipeline.DefaultQueueTimeout // scaled like the rest
+				b.QueueTimeout = config.DefaultQueueTimeout // scaled like the rest
 			}
 			d(&b.QueueTimeout)
 		}
@@ -134,9 +135,9 @@ func scaleDur(d time.Duration, speed float64) time.Duration {
 
 // breakerLimit returns failure_threshold + half_open_max_calls, as the
 // breaker runs them, of the first llm tier naming model.
-func breakerLimit(c pipeline.Config, model string) int {
+func breakerLimit(c config.Config, model string) int {
 	for _, t := range c.Tiers {
-		if t.Kind != pipeline.KindLLM || !slices.Contains(t.Models, model) {
+		if t.Kind != config.KindLLM || !slices.Contains(t.LLM.Models, model) {
 			continue
 		}
 		var bc breaker.Config
@@ -151,9 +152,9 @@ func breakerLimit(c pipeline.Config, model string) int {
 
 // fallbackTier returns the name of the first llm tier whose source is
 // fallback, or "".
-func fallbackTier(c pipeline.Config) string {
+func fallbackTier(c config.Config) string {
 	for _, t := range c.Tiers {
-		if t.Kind == pipeline.KindLLM && t.Source == "fallback" {
+		if t.Kind == config.KindLLM && t.LLM.Source == "fallback" {
 			return t.Name
 		}
 	}

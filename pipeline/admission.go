@@ -7,8 +7,60 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/tiers"
 	"golang.org/x/time/rate"
 )
+
+// RateLimitConfig configures admission. The zero value admits everything.
+type RateLimitConfig struct {
+	GlobalRPS   float64 // 0: unlimited
+	GlobalBurst int     // default max(1, int(GlobalRPS))
+	TenantRPS   float64 // 0: unlimited
+	TenantBurst int     // default max(1, int(TenantRPS))
+	// Reject refuses a question over a limit with ErrRejected; false
+	// degrades it instead: its model stages are skipped (over_quota).
+	Reject bool
+}
+
+// Limiter is a rate limiter shared by several instances, such as
+// redisstore.Limiter. Allow takes one token for key from a limit of rps per
+// second with bursts of burst. An error means it could not answer (Redis
+// unreachable or too slow); admission then uses the local limiters. Allow
+// must return within a short bound of its own. Implementations must be
+// safe for concurrent use.
+type Limiter interface {
+	Allow(ctx context.Context, key string, rps float64, burst int) (bool, error)
+}
+
+// Keys of the shared rate limits.
+const (
+	sharedGlobalKey    = "global"
+	sharedTenantPrefix = "tenant:"
+)
+
+// admitShared applies the limits through the shared limiter. ok is false
+// when it could not answer; the caller then uses the local limiters.
+func (a *admission) admitShared(ctx context.Context, tenant string) (reason string, ok bool) {
+	if a.tenantRPS > 0 {
+		allowed, err := a.shared.Allow(ctx, sharedTenantPrefix+tenant, float64(a.tenantRPS), a.tenantBurst)
+		if err != nil {
+			return "", false
+		}
+		if !allowed {
+			return limitTenant, true
+		}
+	}
+	if a.global != nil {
+		allowed, err := a.shared.Allow(ctx, sharedGlobalKey, float64(a.global.Limit()), a.global.Burst())
+		if err != nil {
+			return "", false
+		}
+		if !allowed {
+			return limitGlobal, true
+		}
+	}
+	return "", true
+}
 
 // Admission reasons, as in EventRateLimited's Reason.
 const (
@@ -105,4 +157,39 @@ func (a *admission) tenant(tenant string) *rate.Limiter {
 	tl := &tenantLimiter{tenant: tenant, lim: rate.NewLimiter(a.tenantRPS, a.tenantBurst)}
 	a.tenants[tenant] = a.lru.PushFront(tl)
 	return tl.lim
+}
+
+// admit lets q in, or refuses it: when ctx is done (ctx.Err()), after
+// Close (ErrClosed), or over a rate limit with on_limit: reject
+// (ErrRejected). degraded is true when q is over a rate limit and must
+// skip the model tiers.
+func (p *Pipeline) admit(ctx context.Context, q tiers.Query) (degraded bool, err error) {
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	if p.inflight.closed() {
+		return false, ErrClosed
+	}
+	if reason := p.limits.admitNow(ctx, q.Tenant, p.clock); reason != "" {
+		p.emit(Event{Kind: EventRateLimited, Tenant: q.Tenant, Reason: reason})
+		if p.rlConfig.Reject {
+			return false, ErrRejected
+		}
+		return true, nil
+	}
+	return false, nil
+}
+
+// quotaGuard is admission's guard of a model stage (on): a question over
+// a rate limit with on_limit: degrade skips it (over_quota).
+type quotaGuard struct {
+	on   bool
+	next budgetGuard
+}
+
+func (g *quotaGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	if g.on && c.degraded {
+		return c.skip(outcomeQuota)
+	}
+	return g.next.call(ctx, c)
 }

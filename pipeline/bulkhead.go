@@ -4,7 +4,16 @@ import (
 	"context"
 	"sync/atomic"
 	"time"
+
+	"github.com/ragfuse/ragfuse/tiers"
 )
+
+// BulkheadConfig limits the calls in flight into one tier (Stage.Bulkhead).
+type BulkheadConfig struct {
+	MaxConcurrent int           // calls at once; at least 1
+	MaxQueue      int           // calls that may wait for a slot; 0: none wait
+	QueueTimeout  time.Duration // the longest a call waits for a slot; 0: none wait
+}
 
 // bulkhead limits the calls in flight into one tier: at most max at once,
 // at most maxQueue more waiting, each for at most queueTimeout. It is safe
@@ -58,6 +67,50 @@ func (b *bulkhead) release() { <-b.sem }
 
 // reject counts a call the bulkhead turned away.
 func (b *bulkhead) reject() { b.rejected.Add(1) }
+
+// bulkheadGuard takes a slot of the stage's bulkhead, if it has one
+// (b), for the call,
+// waiting in its queue no longer than its queue timeout and the time the
+// budget leaves to the stage (not the call's time limit: the call has not
+// started). Turned away, the stage is skipped (bulkhead_full); a caller
+// that went away while queued is recorded as canceled. The call's time
+// starts when it leaves the queue, with its limit taken again then: a
+// call whose budget ran out in the queue is skipped (budget_exhausted).
+type bulkheadGuard struct {
+	b    *bulkhead // nil: no bulkhead
+	next timeLimit
+}
+
+func (g *bulkheadGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	if g.b == nil {
+		return g.next.call(ctx, c)
+	}
+	if !g.enter(ctx, c) {
+		return tiers.Answer{}, errSkipped
+	}
+	defer g.b.release()
+	if !c.startAt(time.Now()) {
+		return c.skip(outcomeBudgetExhausted)
+	}
+	return g.next.call(ctx, c)
+}
+
+// enter takes a slot for c, or records why not.
+func (g *bulkheadGuard) enter(ctx context.Context, c *call) bool {
+	ok := g.b.acquire(ctx, c.budget.left(c.stage, c.start))
+	switch {
+	case ok:
+	case callerGone(ctx):
+		// The caller went away while queued: the bulkhead did not turn
+		// it away.
+		c.run.record(Attempt{Tier: c.stage.name, Outcome: string(tiers.KindCanceled), Duration: time.Since(c.start)})
+	default:
+		g.b.reject()
+		c.run.p.emit(Event{Kind: EventBulkheadRejected, Tenant: c.q.Tenant, Tier: c.stage.name})
+		c.skip(outcomeBulkheadFull)
+	}
+	return ok
+}
 
 // BulkheadStatus is one tier's bulkhead at one moment.
 type BulkheadStatus struct {

@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strconv"
+	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/tiers"
@@ -22,6 +25,64 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 	// rate_limited, context_length, content_filter, bad_request, canceled,
 	// no_docs, miss, unavailable: not the service's failure.
 	return breaker.Ignored
+}
+
+// classifier is the innermost guard: it calls the stage's tier (to
+// stream, with the call's stream request, if it can) with the call's
+// candidate guard, and classifies the outcome before the guards
+// around it hear it. A failure while the caller is gone is KindCanceled:
+// not the tier's fault. It reports the lookups of cache tiers
+// (EventCache), records the stage's attempt unless the tier reported
+// candidate attempts of its own, and names the stage's source on an
+// answer that names none.
+type classifier struct{}
+
+func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	r, s := c.run, c.stage
+	q := c.q
+	q.Guard = c.guard
+	a, err := callTier(ctx, s.Tier, q, c.sr)
+	c.elapsed = time.Since(c.start)
+	c.kind = tiers.KindOf(err)
+	if err != nil && callerGone(r.caller) {
+		c.kind = tiers.KindCanceled
+	}
+	if s.cacheTyp != "" && (err == nil || c.kind == tiers.KindMiss) {
+		reason := "miss"
+		if err == nil {
+			reason = s.cacheTyp
+		}
+		r.p.emit(Event{Kind: EventCache, Tenant: q.Tenant, Tier: s.name, Reason: reason})
+	}
+	if c.guard.reported.Load() == 0 {
+		at := Attempt{Tier: s.name, Outcome: OutcomeSuccess, Duration: c.elapsed, Model: a.Model, Usage: a.Usage}
+		if err != nil {
+			var te *tiers.Error
+			if errors.As(err, &te) {
+				at.Model, at.Usage = te.Model, te.Usage
+			}
+			at.Outcome, at.Error = string(c.kind), describe(err)
+		}
+		r.record(at)
+	}
+	if (err == nil || a.Interrupted) && a.Source == "" {
+		a.Source = s.source
+	}
+	return a, err
+}
+
+// callTier calls t (to stream, with sr, if it can), turning a panic into
+// an error so that one bad tier cannot take the process down.
+func callTier(ctx context.Context, t tiers.Tier, q tiers.Query, sr *tiers.StreamRequest) (a tiers.Answer, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			a, err = tiers.Answer{}, &tiers.Error{Kind: tiers.KindOther, Tier: t.Name(), Err: fmt.Errorf("tier panicked: %v", v)}
+		}
+	}()
+	if st, ok := t.(tiers.StreamTier); ok && sr != nil {
+		return st.AnswerStream(ctx, q, *sr)
+	}
+	return t.Answer(ctx, q)
 }
 
 // describe returns a short, secret-free description of err for an

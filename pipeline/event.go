@@ -22,24 +22,40 @@ type Result struct {
 	Shared bool
 }
 
-// Attempt outcomes besides the failure kinds of tiers.Kind.
+// OutcomeSuccess is the Outcome of an Attempt that answered.
+const OutcomeSuccess = "success"
+
+// The Outcomes of an Attempt skipped without a call (see Attempt.Skipped).
 const (
-	OutcomeSuccess         = "success"
-	OutcomeBreakerOpen     = "breaker_open"     // skipped: the breaker is open
-	OutcomeBulkheadFull    = "bulkhead_full"    // skipped: no room past the queue timeout
-	OutcomeCoolingDown     = "cooling_down"     // skipped: the model answered 429 recently
-	OutcomeQuota           = "over_quota"       // skipped: the tenant is over its model quota
-	OutcomeBudgetExhausted = "budget_exhausted" // skipped: no time left in the request's budget
+	outcomeBreakerOpen     = "breaker_open"     // its breaker is open
+	outcomeBulkheadFull    = "bulkhead_full"    // no room in its bulkhead past the queue timeout
+	outcomeCoolingDown     = "cooling_down"     // the model answered 429 recently
+	outcomeQuota           = "over_quota"       // the tenant is over its model quota
+	outcomeBudgetExhausted = "budget_exhausted" // no time left in the request's budget
 )
 
 // Attempt is one tier (and model candidate) considered for a question.
 type Attempt struct {
-	Tier     string        `json:"tier"`
-	Model    string        `json:"model,omitempty"`
-	Outcome  string        `json:"outcome"` // OutcomeSuccess, an Outcome… skip reason, or a tiers.Kind
+	Tier  string `json:"tier"`
+	Model string `json:"model,omitempty"`
+	// Outcome is OutcomeSuccess, a failure kind (a tiers.Kind such as
+	// "timeout" or "server_error") or why the tier or model was skipped
+	// without a call: "breaker_open", "bulkhead_full", "cooling_down"
+	// (after a 429), "over_quota" (the tenant is over its model quota) or
+	// "budget_exhausted" (no time left in the request's budget).
+	Outcome  string        `json:"outcome"`
 	Duration time.Duration `json:"-"`
 	Error    string        `json:"error,omitempty"` // a short, secret-free description
 	Usage    tiers.Usage   `json:"-"`               // tokens spent, also on failures (wasted)
+}
+
+// Skipped reports whether the tier or model was skipped without a call.
+func (a Attempt) Skipped() bool {
+	switch a.Outcome {
+	case outcomeBreakerOpen, outcomeBulkheadFull, outcomeCoolingDown, outcomeQuota, outcomeBudgetExhausted:
+		return true
+	}
+	return false
 }
 
 // EventKind says what an Event reports.
@@ -75,9 +91,3 @@ type Event struct {
 type Observer interface {
 	Observe(e Event)
 }
-
-// ObserverFunc adapts a function to Observer.
-type ObserverFunc func(e Event)
-
-// Observe calls f(e).
-func (f ObserverFunc) Observe(e Event) { f(e) }

@@ -104,7 +104,7 @@ func TestFaultMatrix(t *testing.T) {
 					}
 				case fc.cools:
 					for range 3 {
-						if res = r.ask(t, "again"); !contains(outcomes(res), fmt.Sprintf("%s/%s:%s", tc.tier, tc.model, OutcomeCoolingDown)) {
+						if res = r.ask(t, "again"); !contains(outcomes(res), fmt.Sprintf("%s/%s:%s", tc.tier, tc.model, outcomeCoolingDown)) {
 							t.Fatalf("while cooling: %v", outcomes(res))
 						}
 					}

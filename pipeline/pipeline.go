@@ -1,16 +1,11 @@
 package pipeline
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
@@ -35,12 +30,11 @@ var (
 
 // Defaults of Options.
 const (
-	DefaultRequestTimeout = 12 * time.Second
-	DefaultCooldown       = 10 * time.Second
+	defaultRequestTimeout = 12 * time.Second
+	defaultCooldown       = 10 * time.Second
 )
 
-// Stage is one tier of a pipeline with its guards: the programmatic form of
-// a TierConfig.
+// Stage is one tier of a pipeline with the settings of its guards.
 type Stage struct {
 	Tier tiers.Tier
 	// Timeout bounds one call of the tier; 0 means only the request's
@@ -58,8 +52,8 @@ type Stage struct {
 	Breaker breaker.Config
 	// Bulkhead, if set, limits the calls in flight into the tier.
 	Bulkhead *BulkheadConfig
-	// Model marks a model tier: skipped for a tenant over its quota when
-	// on_limit is degrade.
+	// Model marks a model tier: skipped for a question over a rate limit
+	// unless RateLimitConfig.Reject refuses it.
 	Model bool
 	// Stream configures how the tier streams in Pipeline.Stream, if it is
 	// a tiers.StreamTier.
@@ -78,7 +72,7 @@ type KnowledgeBase interface {
 type Options struct {
 	Tiers []Stage
 	// RequestTimeout is the overall deadline of a question (a shorter
-	// deadline on Ask's context wins); default DefaultRequestTimeout.
+	// deadline on Ask's context wins); default 12s.
 	RequestTimeout time.Duration
 	// Clock tells the time of breakers, cooldowns and rate limits; nil
 	// means clock.System. Call timeouts run on real time.
@@ -94,10 +88,10 @@ type Options struct {
 	// Embedder, if set, embeds each question once for the semantic cache
 	// and a hybrid retriever (tiers.Memo).
 	Embedder cache.Embedder
-	// EmbedderModel, if set, names the model (the models: id) behind
-	// Embedder: its calls then go through the breaker "model/<id>", with
-	// the default breaker settings, like any model call. Leave it
-	// empty for an embedder that needs no service (the hash embedder).
+	// EmbedderModel, if set, names the model behind Embedder: its calls
+	// then go through the breaker "model/<id>", with the default breaker
+	// settings, and its cooldown, like any model call. Leave it empty for
+	// an embedder that needs no service (the hash embedder).
 	EmbedderModel string
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
@@ -108,7 +102,7 @@ type Options struct {
 	// built across a reload is not cached under the new version.
 	KnowledgeBase KnowledgeBase
 	// Cooldown is how long a model is skipped after a 429 without
-	// Retry-After when its Candidate sets none; default DefaultCooldown.
+	// Retry-After when its Candidate sets none; default 10s.
 	Cooldown time.Duration
 	// StoreKind names where breaker state lives, for Status; default
 	// "memory".
@@ -131,12 +125,12 @@ type Pipeline struct {
 	clock       clock.Clock
 	breakers    *breaker.Registry
 	models      map[string]*breaker.Breaker // "model/<id>" breakers by candidate ID; read-only after New
-	guarded     bool                        // some tier has model candidates: runs carry a CandidateGuard
 	obs         Observer
 	limits      *admission
-	onLimit     string
 	rlConfig    RateLimitConfig
-	embedder    cache.Embedder
+	embedder    cache.Embedder   // Options.Embedder, as it is
+	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
+	embedGuard  *breaker.Breaker // embedModel's breaker; nil: the embedder needs no guard
 	memoK       int
 	kb          KnowledgeBase
 	cooldown    time.Duration
@@ -148,11 +142,13 @@ type Pipeline struct {
 	inflight    inflightGate // the questions in flight, until Close
 }
 
-// stage is a Stage ready to run.
+// stage is a Stage ready to run: its tier with the guards composed around
+// it (see compose), and what the guards need to know of it.
 type stage struct {
 	Stage
 	name     string
 	source   tiers.Source
+	streams  bool // the tier is a tiers.StreamTier
 	breaker  *breaker.Breaker
 	bulk     *bulkhead
 	after    time.Duration // the reserves of the stages after this one
@@ -162,6 +158,8 @@ type stage struct {
 	// through a shared store would otherwise turn every failure into
 	// ErrExhausted).
 	lastResort bool
+	last       bool       // the last stage, called whatever the budget leaves
+	guard      quotaGuard // the outermost of the stage's guards (see compose)
 }
 
 // docsWanter is a tier that retrieves documents: the Memo retrieves the
@@ -177,38 +175,25 @@ func New(opts Options) (*Pipeline, error) {
 		return nil, errors.New("pipeline: no tiers")
 	}
 	p := &Pipeline{
-		timeout:     opts.RequestTimeout,
+		timeout:     cmp.Or(max(opts.RequestTimeout, 0), defaultRequestTimeout),
 		clock:       opts.Clock,
 		breakers:    opts.Breakers,
 		models:      map[string]*breaker.Breaker{},
 		obs:         opts.Observer,
 		limits:      newAdmission(opts.RateLimit, opts.MaxTenants),
-		onLimit:     opts.RateLimit.OnLimit,
 		rlConfig:    opts.RateLimit,
 		embedder:    opts.Embedder,
 		kb:          opts.KnowledgeBase,
-		cooldown:    opts.Cooldown,
-		store:       opts.StoreKind,
+		cooldown:    cmp.Or(max(opts.Cooldown, 0), defaultCooldown),
+		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
 		closers:     opts.Closers,
 	}
 	p.cool.until = map[string]time.Time{}
 	p.inflight.drained = make(chan struct{})
 	p.limits.shared = opts.Limiter
-	if p.timeout <= 0 {
-		p.timeout = DefaultRequestTimeout
-	}
 	if p.clock == nil {
 		p.clock = clock.System
-	}
-	if p.cooldown <= 0 {
-		p.cooldown = DefaultCooldown
-	}
-	if p.onLimit == "" {
-		p.onLimit = OnLimitDegrade
-	}
-	if p.store == "" {
-		p.store = "memory"
 	}
 	if p.breakers == nil {
 		p.breakers = breaker.NewRegistry(breaker.Config{Clock: p.clock, OnStateChange: p.breakerChanged})
@@ -217,8 +202,8 @@ func New(opts Options) (*Pipeline, error) {
 		// The embedder's breaker has the default settings, shared through
 		// the same store as the tiers' breakers.
 		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
-		p.embedder = &guardedEmbedder{e: p.embedder, id: opts.EmbedderModel, p: p, cooldown: opts.EmbedderCooldown,
-			b: p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))}
+		p.embedModel = tiers.Candidate{ID: opts.EmbedderModel, Cooldown: opts.EmbedderCooldown}
+		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))
 	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {
@@ -230,31 +215,7 @@ func New(opts Options) (*Pipeline, error) {
 			return nil, fmt.Errorf("pipeline: tiers[%d]: name %q empty or used twice", i, name)
 		}
 		names[name] = true
-		s := &stage{Stage: st, name: name, source: st.Tier.Source()}
-		s.lastResort = s.source == tiers.SourceStatic
-		cfg := p.breakerConfig(st.Breaker)
-		s.breaker = p.breakers.GetWith("tier/"+name, cfg)
-		if st.Bulkhead != nil {
-			s.bulk = newBulkhead(*st.Bulkhead)
-		}
-		if cl, ok := st.Tier.(candidateLister); ok {
-			p.guarded = true
-			for _, c := range cl.Candidates() {
-				if p.models[c.ID] == nil {
-					p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, cfg)
-				}
-			}
-		}
-		if dw, ok := st.Tier.(docsWanter); ok {
-			p.memoK = max(p.memoK, dw.DocsWanted())
-		}
-		switch s.source {
-		case tiers.SourceCache:
-			s.cacheTyp = "hit"
-		case tiers.SourceStaleCache:
-			s.cacheTyp = "stale"
-		}
-		p.stages = append(p.stages, s)
+		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
 	}
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
@@ -262,6 +223,37 @@ func New(opts Options) (*Pipeline, error) {
 		after += p.reserve(p.stages[i])
 	}
 	return p, nil
+}
+
+// newStage readies st, the last stage if last: its breakers, its bulkhead
+// and its guards.
+func (p *Pipeline) newStage(st Stage, last bool) *stage {
+	s := &stage{Stage: st, name: st.Tier.Name(), source: st.Tier.Source(), last: last}
+	_, s.streams = st.Tier.(tiers.StreamTier)
+	s.lastResort = s.source == tiers.SourceStatic
+	cfg := p.breakerConfig(st.Breaker)
+	s.breaker = p.breakers.GetWith("tier/"+s.name, cfg)
+	if st.Bulkhead != nil {
+		s.bulk = newBulkhead(*st.Bulkhead)
+	}
+	if cl, ok := st.Tier.(candidateLister); ok {
+		for _, c := range cl.Candidates() {
+			if p.models[c.ID] == nil {
+				p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, cfg)
+			}
+		}
+	}
+	if dw, ok := st.Tier.(docsWanter); ok {
+		p.memoK = max(p.memoK, dw.DocsWanted())
+	}
+	switch s.source {
+	case tiers.SourceCache:
+		s.cacheTyp = "hit"
+	case tiers.SourceStaleCache:
+		s.cacheTyp = "stale"
+	}
+	s.guard = compose(s)
+	return s
 }
 
 // breakerConfig fills the pipeline's clock and state-change callback into c.
@@ -345,161 +337,3 @@ func (p *Pipeline) Close() error {
 	}
 	return errors.Join(errs...)
 }
-
-// inflightGate lets questions in until it is closed, and tells Close when the
-// last one has left. It is one atomic word, so that a question pays one
-// atomic add to enter and one to leave, however many run at once.
-type inflightGate struct {
-	n       atomic.Int64  // questions in flight, plus gateClosed once closed
-	drained chan struct{} // closed when the gate is closed and empty
-	once    sync.Once     // closes drained
-}
-
-const gateClosed = 1 << 62
-
-// enter lets a question in; it fails once the gate is closed. A question
-// let in must leave.
-func (g *inflightGate) enter() bool {
-	if g.n.Add(1)&gateClosed == 0 {
-		return true
-	}
-	g.leave()
-	return false
-}
-
-func (g *inflightGate) leave() {
-	if g.n.Add(-1) == gateClosed {
-		g.once.Do(g.drain)
-	}
-}
-
-func (g *inflightGate) drain() { close(g.drained) }
-
-func (g *inflightGate) closed() bool { return g.n.Load()&gateClosed != 0 }
-
-// close closes the gate; it returns false if it was closed already.
-func (g *inflightGate) close() bool {
-	old := g.n.Or(gateClosed)
-	if old&gateClosed != 0 {
-		return false
-	}
-	if old == 0 {
-		g.once.Do(g.drain)
-	}
-	return true
-}
-
-// flightKey returns the singleflight key of a question: the tenant, the
-// admission mode and the question trimmed, with runs of white space
-// collapsed and lower-cased.
-func flightKey(tenant, question string, degraded bool) string {
-	var b strings.Builder
-	b.Grow(len(tenant) + len(question) + 3)
-	b.WriteString(tenant)
-	if degraded {
-		b.WriteString("\x00d\x00")
-	} else {
-		b.WriteString("\x00f\x00")
-	}
-	space, started := false, false
-	for i := 0; i < len(question); {
-		c := question[i]
-		if c < utf8.RuneSelf { // ASCII, the common case: no decoding
-			i++
-			switch {
-			case c == ' ' || c >= '\t' && c <= '\r':
-				space = started
-				continue
-			case 'A' <= c && c <= 'Z':
-				c += 'a' - 'A'
-			}
-			if space {
-				b.WriteByte(' ')
-				space = false
-			}
-			b.WriteByte(c)
-			started = true
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(question[i:])
-		i += n
-		if unicode.IsSpace(r) {
-			space = started
-			continue
-		}
-		if space {
-			b.WriteByte(' ')
-			space = false
-		}
-		b.WriteRune(unicode.ToLower(r))
-		started = true
-	}
-	return b.String()
-}
-
-// cooldowns remembers, per model candidate, until when it is skipped after
-// a 429. It is safe for concurrent use.
-type cooldowns struct {
-	mu    sync.Mutex // guards until
-	until map[string]time.Time
-	n     atomic.Int32 // len(until), read without the lock
-}
-
-// active reports whether model id is cooling down at the time now
-// returns. With no model cooling down, it neither locks nor reads the
-// clock.
-func (c *cooldowns) active(id string, now func() time.Time) bool {
-	if c.n.Load() == 0 {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.until[id]
-	if ok && !now().Before(t) {
-		delete(c.until, id)
-		c.n.Store(int32(len(c.until)))
-		return false
-	}
-	return ok
-}
-
-// list returns the models cooling down at now, by name.
-func (c *cooldowns) list(now time.Time) []CooldownStatus {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []CooldownStatus
-	for id, t := range c.until {
-		if now.Before(t) {
-			out = append(out, CooldownStatus{Model: id, Until: t})
-		}
-	}
-	slices.SortFunc(out, func(a, b CooldownStatus) int { return strings.Compare(a.Model, b.Model) })
-	return out
-}
-
-// end ends the cooldown of id, reporting whether it was active at now.
-func (c *cooldowns) end(id string, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.until[id]
-	if ok {
-		delete(c.until, id)
-		c.n.Store(int32(len(c.until)))
-	}
-	return ok && now.Before(t)
-}
-
-func (c *cooldowns) set(id string, until time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if until.After(c.until[id]) {
-		c.until[id] = until
-		c.n.Store(int32(len(c.until)))
-	}
-}
-
-// On-limit policies of RateLimitConfig.OnLimit.
-const (
-	OnLimitDegrade = "degrade"
-	OnLimitReject  = "reject"
-)

@@ -65,9 +65,6 @@ func (p *Pipeline) Status() Status {
 		RateLimit: p.rlConfig,
 		Store:     StoreStatus{Kind: p.store, Healthy: true},
 	}
-	if st.RateLimit.OnLimit == "" {
-		st.RateLimit.OnLimit = p.onLimit
-	}
 	for _, s := range p.stages {
 		st.Tiers = append(st.Tiers, TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model})
 		if s.bulk != nil {

@@ -50,12 +50,6 @@ type StreamEvent struct {
 	Result    *Result // done; must not be modified
 }
 
-// The values of StreamConfig.OnStreamBreak.
-const (
-	OnStreamBreakNote     = "note"
-	OnStreamBreakContinue = "continue"
-)
-
 // StreamConfig configures how a model tier streams (Pipeline.Stream).
 // Zero fields take the defaults written beside them.
 type StreamConfig struct {
@@ -75,20 +69,20 @@ type StreamConfig struct {
 	// time. With CommitAfter also set, the stream commits at whichever
 	// comes first.
 	CommitAfterDuration time.Duration
-	// OnStreamBreak says how a stream that breaks or stalls after commit
-	// ends: OnStreamBreakNote (the default) sends the partial answer with
-	// an interruption note; OnStreamBreakContinue lets the next model tier
-	// continue the answer, falling back to the note when none can.
-	OnStreamBreak string
+	// ContinueOnBreak says how a stream that breaks or stalls after commit
+	// ends: false sends the partial answer with an interruption note; true
+	// lets the next model tier continue the answer, falling back to the
+	// note when none can.
+	ContinueOnBreak bool
 	// ContinuePrompt is the instruction sent to the model tier that
 	// continues this tier's answer (see tiers.StreamRequest.ContinuePrompt);
 	// empty means tiers.DefaultContinuePrompt.
 	ContinuePrompt string
 }
 
-// InterruptedNote holds, by language, the note that ends an interrupted
+// interruptedNote holds, by language, the note that ends an interrupted
 // answer. The question's language picks it (tiers.DetectLanguage).
-var InterruptedNote = map[string]string{
+var interruptedNote = map[string]string{
 	"zh": "回答生成中断，内容可能不完整。",
 	"en": "The answer was interrupted and may be incomplete.",
 }
@@ -98,7 +92,7 @@ var InterruptedNote = map[string]string{
 // tiers (cache, retrieval, static) send their answer as one delta. Before
 // a stream is committed, any failure or timeout moves on to the next
 // candidate or tier and fn sees nothing of it. A stream that breaks or
-// stalls after commit ends as its tier's StreamConfig.OnStreamBreak says.
+// stalls after commit ends as its tier's StreamConfig.ContinueOnBreak says.
 //
 // fn is called on the caller's goroutine, in order: meta, deltas, maybe a
 // note, then done with the Result, which Stream also returns. An error
@@ -106,8 +100,8 @@ var InterruptedNote = map[string]string{
 // breaker hears nothing) and is returned. Stream returns the same errors
 // as Ask otherwise; it sends no event when it returns an error. A panic
 // in the pipeline's own code or in fn is returned as an error with its
-// stack, as Ask does; fn's stops the stream as its error would. Identical streamed questions do not share a run (no
-// singleflight).
+// stack, as Ask does; fn's stops the stream as its error would. Identical
+// streamed questions do not share a run (no singleflight).
 func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (res *Result, err error) {
 	defer aborted(&res, &err)
 	start := time.Now() // the budget counts from here, admission included, as in Ask
@@ -115,18 +109,17 @@ func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEven
 	if err != nil {
 		return nil, err
 	}
-	if !p.inflight.enter() {
-		return nil, ErrClosed
-	}
-	defer p.inflight.leave()
-	sr := &streamRun{p: p, q: q, fn: fn}
-	return sr.run(ctx, degraded, start)
+	return p.lead(ctx, &run{stream: &streamRun{fn: fn}}, q, degraded, start)
 }
 
-// streamRun is one streamed question.
+// streamRun is the streaming hook of the stage loop (question.descend): what a
+// streamed question adds to Ask's way down the stages. It gives each
+// model stage its stream request, whose Emit commits the stage (meta) at
+// its first delta; commits a stage that answers whole and sends its
+// answer as one delta; and keeps the partial answer of a stream that
+// broke after commit, for a later model stage to continue or for the
+// note. Its methods take a nil *streamRun, an Ask, as no hook at all.
 type streamRun struct {
-	p   *Pipeline
-	q   tiers.Query
 	fn  func(StreamEvent) error
 	err error // the first error of fn: the stream's receiver went away
 
@@ -152,77 +145,30 @@ func (sr *streamRun) send(e StreamEvent) (err error) {
 	return sr.fn(e)
 }
 
-func (sr *streamRun) run(ctx context.Context, degraded bool, start time.Time) (*Result, error) {
-	p := sr.p
-	b := p.newBudget(ctx, start)
-	r := new(run)
-	gctx, q := p.startRun(r, ctx, sr.q)
-	sr.q = q
-	last := len(p.stages) - 1
-	for i, s := range p.stages {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		_, streams := s.Tier.(tiers.StreamTier)
-		if sr.partial != nil && !(s.Model && streams) {
-			continue // only a model tier can continue an answer
-		}
-		if degraded && s.Model {
-			r.record(Attempt{Tier: s.name, Outcome: OutcomeQuota})
-			continue
-		}
-		now := time.Now()
-		limit := b.limit(s, now)
-		if limit <= 0 && i != last {
-			r.record(Attempt{Tier: s.name, Outcome: OutcomeBudgetExhausted})
-			continue
-		}
-		var req *tiers.StreamRequest
-		if streams {
-			req = sr.request(s)
-		}
-		a, err, ok := p.try(ctx, gctx, r, s, sr.q, b, now, limit, req)
-		if sr.err != nil {
-			return nil, sr.err
-		}
-		if !ok {
-			continue
-		}
-		if err != nil && ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		switch {
-		case err == nil && !streams:
-			// A tier without streaming: its whole answer as one delta.
-			if e := sr.commit(s, a.Model); e != nil {
-				return nil, e
-			}
-			if e := sr.send(StreamEvent{Kind: StreamDelta, Text: a.Text}); e != nil {
-				return nil, e
-			}
-			return sr.done(ctx, r, a, start)
-		case err == nil:
-			return sr.done(ctx, r, sr.join(a), start)
-		case a.Interrupted:
-			joined := sr.join(a)
-			sr.partial, sr.prompt = &joined, s.Stream.ContinuePrompt
-			// A model that stopped for its content filter refused the
-			// content: the next model is not asked to carry it on.
-			if s.Stream.OnStreamBreak != OnStreamBreakContinue || tiers.KindOf(err) == tiers.KindContentFilter {
-				return sr.interrupted(ctx, r, start)
-			}
-		}
-	}
-	if sr.partial != nil {
-		return sr.interrupted(ctx, r, start)
-	}
-	return &Result{Attempts: r.attempts, Duration: time.Since(start)}, ErrExhausted
+// wants reports whether stage s may be called: any stage, until a stream
+// broke; then only a model stage that streams can continue the answer.
+func (sr *streamRun) wants(s *stage) bool {
+	return sr == nil || sr.partial == nil || s.Model && s.streams
 }
 
-// request returns the stream request for model tier s: its stream
-// settings, the partial answer to continue, and an Emit that sends the
-// tier's meta before its first delta.
+// stopped returns the receiver's error, which ends the question.
+func (sr *streamRun) stopped() error {
+	if sr == nil {
+		return nil
+	}
+	return sr.err
+}
+
+// pending reports whether a partial answer awaits its end.
+func (sr *streamRun) pending() bool { return sr != nil && sr.partial != nil }
+
+// request returns the stream request for stage s, nil if s does not
+// stream: its stream settings, the partial answer to continue, and an
+// Emit that sends the stage's meta before its first delta.
 func (sr *streamRun) request(s *stage) *tiers.StreamRequest {
+	if sr == nil || !s.streams {
+		return nil
+	}
 	req := &tiers.StreamRequest{
 		FirstTokenTimeout:   s.Stream.FirstTokenTimeout,
 		StallTimeout:        s.Stream.StallTimeout,
@@ -246,9 +192,23 @@ func (sr *streamRun) request(s *stage) *tiers.StreamRequest {
 	return req
 }
 
-// commit sends the meta of tier s, which now writes the answer.
+// commit sends the meta of stage s, which now writes the answer.
 func (sr *streamRun) commit(s *stage, model string) error {
 	return sr.send(StreamEvent{Kind: StreamMeta, Source: s.source, Tier: s.name, Model: model, Continued: sr.partial != nil})
+}
+
+// broke takes a, the partial answer of stage s whose stream broke after
+// commit with err, and reports whether the answer ends now with the note
+// rather than on a later model stage (on_stream_break: continue). A model
+// that stopped for its content filter refused the content: the next
+// model is not asked to carry it on.
+func (sr *streamRun) broke(s *stage, a tiers.Answer, err error) bool {
+	if sr == nil {
+		return false
+	}
+	joined := sr.join(a)
+	sr.partial, sr.prompt = &joined, s.Stream.ContinuePrompt
+	return !s.Stream.ContinueOnBreak || tiers.KindOf(err) == tiers.KindContentFilter
 }
 
 // join returns a appended to the partial answer it continues, if any.
@@ -264,20 +224,34 @@ func (sr *streamRun) join(a tiers.Answer) tiers.Answer {
 	return a
 }
 
-// interrupted ends the stream with the partial answer and a note.
-func (sr *streamRun) interrupted(ctx context.Context, r *run, start time.Time) (*Result, error) {
-	a := *sr.partial
-	a.Interrupted = true
-	if err := sr.send(StreamEvent{Kind: StreamNote, Text: InterruptedNote[tiers.DetectLanguage(sr.q.Question)]}); err != nil {
-		return nil, err
+// done ends the stream of question qn with a, the answer of stage s: a
+// stage that does not stream sends it whole, as one delta. A continued
+// answer is not written to the caches: it was stitched from two models.
+func (sr *streamRun) done(qn *question, s *stage, a tiers.Answer) (*Result, error) {
+	if !s.streams {
+		if err := sr.commit(s, a.Model); err != nil {
+			return nil, err
+		}
+		if err := sr.send(StreamEvent{Kind: StreamDelta, Text: a.Text}); err != nil {
+			return nil, err
+		}
 	}
-	return sr.done(ctx, r, a, start)
+	return sr.end(qn.answered(sr.join(a), sr.partial == nil))
 }
 
-// done builds the Result of a and sends it. A continued answer is not
-// written to the caches: it was stitched from two models.
-func (sr *streamRun) done(ctx context.Context, r *run, a tiers.Answer, start time.Time) (*Result, error) {
-	res := sr.p.answered(ctx, r, sr.q, a, start, sr.partial == nil)
+// interrupted ends the stream of question qn with the partial answer and
+// a note.
+func (sr *streamRun) interrupted(qn *question) (*Result, error) {
+	a := *sr.partial
+	a.Interrupted = true
+	if err := sr.send(StreamEvent{Kind: StreamNote, Text: interruptedNote[tiers.DetectLanguage(qn.q.Question)]}); err != nil {
+		return nil, err
+	}
+	return sr.end(qn.answered(a, false))
+}
+
+// end sends res, the stream's last event.
+func (sr *streamRun) end(res *Result) (*Result, error) {
 	if err := sr.send(StreamEvent{Kind: StreamDone, Result: res}); err != nil {
 		return nil, err
 	}

@@ -1,10 +1,14 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -14,7 +18,44 @@ import (
 	"github.com/ragfuse/ragfuse/clock"
 	"github.com/ragfuse/ragfuse/tiers"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
+	"go.uber.org/goleak"
 )
+
+// TestStreamPanicIsAnError: a panic in a streamed question's run outside
+// a tier call is returned as an error, as Ask returns it.
+func TestStreamPanicIsAnError(t *testing.T) {
+	miss := tier("memory", tiers.SourceCache, func(context.Context, tiers.Query) (tiers.Answer, error) {
+		return tiers.Answer{}, &tiers.Error{Kind: tiers.KindMiss, Tier: "memory"}
+	})
+	p, _ := newTestPipeline(t, Options{Tiers: []Stage{{Tier: panickyRememberer{miss}}, {Tier: tiers.NewStatic("static", "sorry")}}})
+	res, err := p.Stream(context.Background(), tiers.Query{Tenant: "acme", Question: "q"}, func(StreamEvent) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "remember exploded") || res != nil {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+}
+
+// TestStreamReceiverPanicStopsTheStream: a panic in Stream's fn while a
+// model streams is the receiver's error: the stream stops, Stream returns
+// it with its stack, the model's breaker hears nothing and no other model
+// is called.
+func TestStreamReceiverPanicStopsTheStream(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	res, err := r.p.Stream(context.Background(), streamQuery(), func(e StreamEvent) error {
+		if e.Kind == StreamDelta {
+			panic("receiver exploded")
+		}
+		return nil
+	})
+	if err == nil || !strings.Contains(err.Error(), "receiver exploded") || res != nil {
+		t.Fatalf("res %+v, err %v", res, err)
+	}
+	if got := r.modelCounts(streamA); got != "0/0" {
+		t.Errorf("model a's breaker heard %s (failures/calls) for the receiver's panic", got)
+	}
+	if n := r.srv.Stats(streamB).StreamCalls; n != 0 {
+		t.Errorf("model b was called %d times", n)
+	}
+}
 
 // Models and timings of the stream rig.
 const (
@@ -210,15 +251,15 @@ var streamCases = []streamCase{
 }
 
 func TestStreamFaults(t *testing.T) {
-	for _, mode := range []string{OnStreamBreakNote, OnStreamBreakContinue} {
+	for _, mode := range []string{"note", "continue"} {
 		for _, tc := range streamCases {
 			t.Run(mode+"/"+tc.name, func(t *testing.T) {
 				want, bCalls := tc.note, tc.bCalls
-				if mode == OnStreamBreakContinue {
+				if mode == "continue" {
 					want, bCalls = tc.cont, tc.bCont
 				}
 				r := newStreamRig(t, StreamConfig{FirstTokenTimeout: streamWait, StallTimeout: streamWait,
-					CommitAfter: tc.commit, CommitAfterDuration: tc.hold, OnStreamBreak: mode}, nil)
+					CommitAfter: tc.commit, CommitAfterDuration: tc.hold, ContinueOnBreak: mode == "continue"}, nil)
 				r.srv.SetFault(streamA, tc.fault)
 				var ev events
 				res, err := r.p.Stream(context.Background(), tiers.Query{Tenant: "t", Question: streamQuest}, ev.add)
@@ -267,3 +308,307 @@ func TestStreamFaults(t *testing.T) {
 		}
 	}
 }
+
+func streamQuery() tiers.Query { return tiers.Query{Tenant: "t", Question: streamQuest} }
+
+func TestStreamContinueStitchesTheAnswer(t *testing.T) {
+	rec := &recorder{}
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true,
+		ContinuePrompt: "Carry on from: {partial}"}, nil)
+	r.p.obs = rec
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
+	var ev events
+	res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := ev.list[1].Text + ev.list[2].Text + ev.list[3].Text
+	if !strings.HasPrefix(first, "[a] ") || !strings.HasPrefix(res.Text, first+"[b] ") || res.Text != ev.text() {
+		t.Fatalf("stitched answer %q (first part %q)", res.Text, first)
+	}
+	// llmtest echoes the prompt after "Question:": the continuation prompt is there.
+	if !strings.Contains(res.Text, "Carry on from: [a]") {
+		t.Fatalf("the continuation prompt did not reach b: %q", res.Text)
+	}
+	if res.Source != tiers.SourceFallback || res.Model != streamB || res.Interrupted || !res.Degraded {
+		t.Fatalf("result %+v", res)
+	}
+	if got, want := outcomes(res), []string{"cache:miss", "primary/a:interrupted", "fallback/b:success"}; !slices.Equal(got, want) {
+		t.Fatalf("attempts %v, want %v", got, want)
+	}
+	// The interrupted attempt's tokens count as wasted; the answer's usage
+	// sums both models.
+	var wasted tiers.Usage
+	for _, e := range rec.kinds(EventAttempt) {
+		if e.Attempt.Model == streamA {
+			wasted = e.Attempt.Usage
+		}
+	}
+	if wasted.CompletionTokens != 3 || res.Usage.CompletionTokens != 3+int(r.srv.Stats(streamB).CompletionTokens) {
+		t.Fatalf("wasted %+v, answer usage %+v, b stats %+v", wasted, res.Usage, r.srv.Stats(streamB))
+	}
+	if r.cache.remembered() != 0 {
+		t.Fatal("a stitched answer was cached")
+	}
+}
+
+func TestStreamContinueFailsThenNotes(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true}, nil)
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeStall, After: 3})
+	r.srv.SetFault(streamB, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
+	var ev events
+	res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.summary(); got != brokeNote {
+		t.Fatalf("events %s", got)
+	}
+	if ev.list[4].Text != interruptedNote["en"] || !res.Interrupted || res.Source != tiers.SourcePrimary {
+		t.Fatalf("note %q, result %+v", ev.list[4].Text, res)
+	}
+	if r.modelCounts(streamB) != "1/1" || r.srv.Stats(streamB).StreamCalls != 1 {
+		t.Fatalf("b breaker %s, stats %+v", r.modelCounts(streamB), r.srv.Stats(streamB))
+	}
+	// Neither retrieval nor static may end an answer that has begun.
+	if got := outcomes(res); len(got) != 3 {
+		t.Fatalf("attempts %v", got)
+	}
+}
+
+func TestStreamNonModelTierIsOneDelta(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	r.srv.SetFault(llmtest.AnyModel, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 503})
+	var ev events
+	res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.summary(); got != "meta(retrieval) delta×1 done(retrieval)" || ev.text() != res.Text || res.Text == "" {
+		t.Fatalf("events %s, text %q", got, ev.text())
+	}
+}
+
+func TestStreamChineseNote(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 2})
+	var ev events
+	if _, err := r.p.Stream(context.Background(), tiers.Query{Tenant: "t", Question: "怎么退货？"}, ev.add); err != nil {
+		t.Fatal(err)
+	}
+	if n := ev.list[len(ev.list)-2]; n.Kind != StreamNote || n.Text != interruptedNote["zh"] {
+		t.Fatalf("note %+v", n)
+	}
+}
+
+// TestStreamClientDisconnect cancels a stream mid-answer while the model
+// would stall forever: the upstream request ends at once, the breakers
+// hear nothing, no other model is called and no goroutine is left.
+func TestStreamClientDisconnect(t *testing.T) {
+	upstreamDone := make(chan struct{}, 4)
+	r := newStreamRig(t, StreamConfig{}, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+			h.ServeHTTP(w, req)
+			upstreamDone <- struct{}{}
+		})
+	})
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeStall, After: 2}) // then forever
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ev events
+	_, err := r.p.Stream(ctx, streamQuery(), func(e StreamEvent) error {
+		_ = ev.add(e)
+		if e.Kind == StreamDelta && len(ev.list) == 3 {
+			cancel() // the client goes away after two deltas
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v", err)
+	}
+	select {
+	case <-upstreamDone:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request did not end")
+	}
+	if got := ev.summary(); got != "meta(primary/a) delta×2" {
+		t.Fatalf("events %s", got)
+	}
+	if r.modelCounts(streamA) != "0/0" || r.srv.Stats(streamB).Calls != 0 {
+		t.Fatalf("model/a breaker %s, b calls %d", r.modelCounts(streamA), r.srv.Stats(streamB).Calls)
+	}
+	if s := r.p.Breakers().Snapshots(); len(s) == 0 {
+		t.Fatal("no breakers")
+	}
+	for _, s := range r.p.Breakers().Snapshots() {
+		if s.Failures != 0 {
+			t.Fatalf("breaker %s counted a failure", s.Name)
+		}
+	}
+}
+
+func TestStreamReceiverErrorStops(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	gone := errors.New("write: broken pipe")
+	n := 0
+	_, err := r.p.Stream(context.Background(), streamQuery(), func(e StreamEvent) error {
+		n++
+		if e.Kind == StreamDelta {
+			return gone
+		}
+		return nil
+	})
+	if !errors.Is(err, gone) || n != 2 {
+		t.Fatalf("err = %v after %d events", err, n)
+	}
+	if r.modelCounts(streamA) != "0/0" || r.srv.Stats(streamB).Calls != 0 || r.cache.remembered() != 0 {
+		t.Fatalf("model/a %s, b calls %d", r.modelCounts(streamA), r.srv.Stats(streamB).Calls)
+	}
+}
+
+func TestStreamRefusals(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	none := func(StreamEvent) error { t.Fatal("an event was sent"); return nil }
+	if _, err := r.p.Stream(ctx, streamQuery(), none); !errors.Is(err, context.Canceled) {
+		t.Fatalf("canceled: %v", err)
+	}
+	_ = r.p.Close()
+	if _, err := r.p.Stream(context.Background(), streamQuery(), none); !errors.Is(err, ErrClosed) {
+		t.Fatalf("closed: %v", err)
+	}
+	if r.srv.Stats(streamA).Calls != 0 {
+		t.Fatal("a refused stream reached the model")
+	}
+}
+
+func TestStreamRateLimitedModelCoolsDown(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{}, nil)
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeRateLimit, RetryAfter: time.Minute})
+	for i, want := range [][]string{
+		{"cache:miss", "primary/a:rate_limited", "fallback/b:success"},
+		{"cache:miss", "primary/a:cooling_down", "fallback/b:success"},
+	} {
+		var ev events
+		res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := outcomes(res); !slices.Equal(got, want) || !strings.HasPrefix(ev.summary(), "meta(fallback/b) ") {
+			t.Fatalf("stream %d: attempts %v, events %s", i, got, ev.summary())
+		}
+	}
+	if r.srv.Stats(streamA).Calls != 1 || r.modelCounts(streamA) != "0/0" {
+		t.Fatalf("a calls %d, breaker %s: a 429 is not a failure", r.srv.Stats(streamA).Calls, r.modelCounts(streamA))
+	}
+}
+
+// filteredMidStream answers model a's streamed calls with three chunks of
+// text and then a stop for content_filter, as a provider whose filter
+// flags an answer part-way does; other calls go on to next.
+func filteredMidStream(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, err := io.ReadAll(req.Body)
+		if err != nil || !bytes.Contains(body, []byte(`"model":"`+streamA+`"`)) {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, req)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		chunk := `data: {"id":"f","object":"chat.completion.chunk","model":"` + streamA + `","choices":[{"index":0,"delta":%s,"finish_reason":%s}]}` + "\n\n"
+		for _, text := range []string{`"Items "`, `"can be "`, `"returned "`} {
+			fmt.Fprintf(w, chunk, `{"content":`+text+`}`, "null")
+		}
+		fmt.Fprintf(w, chunk, `{}`, `"content_filter"`)
+		fmt.Fprint(w, "data: [DONE]\n\n")
+	})
+}
+
+// TestStreamContentFilterAfterCommitIsNotContinued: a model that stops for
+// its content filter after part of the answer was sent refused the
+// content, it did not break. The answer ends there with the interruption
+// note, even with on_stream_break: continue: handing the flagged text to
+// the next model to carry on would get round the filter. Like a content
+// filter before commit, it does not count against the model's breaker.
+func TestStreamContentFilterAfterCommitIsNotContinued(t *testing.T) {
+	r := newStreamRig(t, StreamConfig{StallTimeout: streamWait, ContinueOnBreak: true}, filteredMidStream)
+	var ev events
+	res, err := r.p.Stream(context.Background(), streamQuery(), ev.add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := ev.summary(), "meta(primary/a) delta×3 note done(primary,interrupted)"; got != want {
+		t.Fatalf("events %s, want %s (attempts %v)", got, want, outcomes(res))
+	}
+	if res.Text != "Items can be returned " || !res.Interrupted || res.Source != tiers.SourcePrimary {
+		t.Errorf("result %q from %s, interrupted %v", res.Text, res.Source, res.Interrupted)
+	}
+	if got, want := outcomes(res), []string{"cache:miss", "primary/a:content_filter"}; !slices.Equal(got, want) {
+		t.Errorf("attempts %v, want %v", got, want)
+	}
+	if n := r.srv.Stats(streamB).StreamCalls; n != 0 {
+		t.Errorf("the fallback model was asked %d times to continue a filtered answer", n)
+	}
+	if got := r.modelCounts(streamA); got != "0/0" {
+		t.Errorf("model/a breaker counts %s, want 0/0 (a content filter is ignored)", got)
+	}
+}
+
+// TestStreamBreakAfterCommitTime: a sends three chunks, then waits; the
+// commit time (commit_after_duration) passes with no further chunk and
+// commits the held text as one delta; a then cuts the connection. The
+// answer ends with the interruption note, and b is never called.
+func TestStreamBreakAfterCommitTime(t *testing.T) {
+	rec := &recorder{}
+	// The stall timeout only bounds the wait should the time never commit.
+	r := newStreamRig(t, StreamConfig{StallTimeout: 2 * time.Second, CommitAfterDuration: 100 * time.Millisecond,
+		ContinueOnBreak: false}, nil) // the partial answer and the note
+	r.p.obs = rec
+	r.srv.SetFault(streamA, llmtest.Fault{Mode: llmtest.ModeBreak, After: 3})
+	release := r.srv.HoldBreaks()
+	t.Cleanup(release)
+	var ev events
+	res, err := r.p.Stream(context.Background(), streamQuery(), func(e StreamEvent) error {
+		if e.Kind == StreamDelta {
+			release() // the text is out: now a breaks
+		}
+		return ev.add(e)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ev.summary(); got != brokeNoteHeld {
+		t.Fatalf("events\n got %s\nwant %s\n(attempts %v)", got, brokeNoteHeld, outcomes(res))
+	}
+	if n := ev.list[2]; n.Text != interruptedNote["en"] || !res.Interrupted || res.Text != ev.text() || res.Source != "primary" {
+		t.Fatalf("note %q, result %+v", n.Text, res)
+	}
+	if got, want := outcomes(res), []string{"cache:miss", "primary/a:interrupted"}; !slices.Equal(got, want) {
+		t.Fatalf("attempts %v, want %v", got, want)
+	}
+	if got := r.modelCounts(streamA); got != "1/1" {
+		t.Errorf("model/a breaker failures/calls = %s, want 1/1", got)
+	}
+	if got := r.modelCounts(streamB); got != "none" && got != "0/0" {
+		t.Errorf("model/b breaker = %s", got)
+	}
+	if sa, sb := r.srv.Stats(streamA), r.srv.Stats(streamB); sa.StreamCalls != 1 || sa.Chunks != 3 || sb.Calls != 0 {
+		t.Errorf("upstream a=%+v b=%+v", sa, sb)
+	}
+	if r.cache.remembered() != 0 {
+		t.Error("an interrupted answer was offered to the cache")
+	}
+	var wasted int
+	for _, e := range rec.kinds(EventAttempt) {
+		if e.Attempt.Model == streamA {
+			wasted = e.Attempt.Usage.CompletionTokens
+		}
+	}
+	if wasted != 3 {
+		t.Errorf("the interrupted attempt spent %d tokens, want 3", wasted)
+	}
+}
+
+const brokeNoteHeld = "meta(primary/a) delta×1 note done(primary,interrupted)"

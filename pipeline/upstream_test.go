@@ -117,7 +117,7 @@ func TestRateLimitedModelCoolsDown(t *testing.T) {
 	}
 	for range 3 {
 		res = r.ask(t, "q2")
-		if res.Source != tiers.SourceFallback || res.Attempts[0].Outcome != OutcomeCoolingDown {
+		if res.Source != tiers.SourceFallback || res.Attempts[0].Outcome != outcomeCoolingDown {
 			t.Fatalf("while cooling down: %v", outcomes(res))
 		}
 	}
@@ -160,7 +160,7 @@ func TestRateLimitedWithoutRetryAfterUsesCooldown(t *testing.T) {
 	r.srv.SetFault(bigModel, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 429})
 	r.ask(t, "q")
 	r.clk.Advance(2 * time.Second)
-	if res := r.ask(t, "q"); res.Attempts[0].Outcome != OutcomeCoolingDown {
+	if res := r.ask(t, "q"); res.Attempts[0].Outcome != outcomeCoolingDown {
 		t.Fatalf("at 2s: %v", outcomes(res))
 	}
 	r.clk.Advance(time.Second)

@@ -7,30 +7,25 @@
 // Retriever is the one interface a RAG application implements to plug in
 // its own search (a vector database, say). VectorRetriever also accepts a
 // query embedding computed elsewhere, so the semantic cache and a hybrid
-// retriever share one embedding per question.
+// retriever share one embedding per question; NoVector says the embedding
+// failed and must not be tried again.
 //
 // The default retriever needs no model service: Index, a BM25 index
-// (k1 = 1.2, b = 0.75) over title (weight 3), tags and body. Chinese has
-// no spaces, so Han text is indexed as overlapping character bigrams plus
-// single characters (common particles such as 的 and 吗 are dropped as
-// single characters, and question-word bigrams such as 怎么, 可以 and 如何
-// are dropped); English is lowercased, stop and question words removed
-// and plurals, -ing, -ed and a final e stripped; words of other scripts
-// keep their combining marks (Devanagari vowel signs), so Hindi is
-// searchable word by word; Thai, Lao, Khmer and Myanmar, also written
-// without spaces, are indexed as pairs of adjacent characters, each with
-// its vowel signs and tone marks. A short table of synonyms
-// shoppers and help articles use for one thing (broken/faulty, 退钱/退款,
-// fix/repair…) widens queries at half weight. Results are copies, best
-// first, ties broken by ID.
+// (k1 = 1.2, b = 0.75) over title (weight 3), tags and body. Han text is
+// indexed as overlapping character bigrams plus single characters (common
+// particles and question-word bigrams such as 怎么 and 如何 dropped);
+// English is lowercased, stop and question words removed and plurals,
+// -ing, -ed and a final e stripped; words of other scripts keep their
+// combining marks; Thai, Lao, Khmer and Myanmar, written without spaces,
+// are indexed as pairs of adjacent characters with their marks. A short
+// table of synonyms (broken/faulty, 退钱/退款, fix/repair…) widens queries
+// at half weight. Results are copies, best first, ties broken by ID.
 //
 // # Relevance floor
 //
-// A question the knowledge base does not cover must get no documents, so
-// that the retrieval tier declines and the static message answers instead
-// of unrelated articles. BM25 alone returns any document sharing one term
-// with the question ("企鹅怎么飞" used to match three articles through 怎么),
-// so Index keeps only documents that cover at least
+// A question the knowledge base does not cover gets no documents, so that
+// the retrieval tier declines and the static message answers instead of
+// unrelated articles. Index keeps only documents that cover at least
 // IndexConfig.MinCoverage (default 0.14) of the question's content:
 //
 //   - the content is each English word and each Chinese character of the
@@ -40,16 +35,14 @@
 //     Chinese character through a two-character term of the question
 //     containing it (企 of 企业 does not cover the 企 of 企鹅);
 //   - a cover counts in full from the title or tags and at 0.3 from the
-//     body alone or from a lone character, since an article's title says
-//     what it is about and its body mentions much else.
+//     body alone or from a lone character.
 //
-// The rule is deterministic and depends only on the question and the
-// documents; a negative MinCoverage turns it off. Hybrid applies the same
-// idea on its vector side: a document reached by vector search alone
-// needs HybridConfig.MinSimilarity (default 0.3). Pipelines built from a
-// configuration whose embedder is "hash" set it to 0.99: hash vectors
-// bring a document that shares no word with the question near it only
-// through bucket collisions, so there they re-rank the keyword hits.
+// The rule depends only on the question and the documents; a negative
+// MinCoverage turns it off. Hybrid applies the same idea on its vector
+// side: a document reached by vector search alone needs
+// HybridConfig.MinSimilarity (default 0.3).
+//
+// # Knowledge base and hybrid search
 //
 // KnowledgeBase loads Markdown articles with front matter and JSON Lines
 // files (see OpenFS), indexes them and serves Retrieve from an immutable
@@ -60,50 +53,28 @@
 //
 // Hybrid blends the lexical score with the cosine similarity of an
 // Embedder's vectors, over the lexical candidates plus the nearest
-// documents by vector. Document vectors are computed once and kept while
-// the documents are unchanged. The keyword hits and the documents ranked
-// by vector come from one knowledge-base version, even when a reload lands
-// while the question is embedded. If the embedder fails, Hybrid answers with
-// the lexical results alone and reports the failure to
-// HybridConfig.OnFallback; a question never fails because of it.
+// documents by vector. Document vectors are computed once per document
+// version. The keyword hits and the vector ranking come from one
+// knowledge-base version, even across a reload. If the embedder fails,
+// Hybrid answers with the lexical results alone and reports the failure
+// to HybridConfig.OnFallback; a question never fails because of it.
 //
-// # Why our own index
+// The index is a few hundred lines with no dependencies, sized for a help
+// centre's few hundred or thousand short documents held in memory and
+// rebuilt on reload, where a general-purpose engine such as Bleve would
+// bring dozens of modules.
 //
-// Bleve (with its CJK bigram analyzer) would fit, but brings dozens of
-// modules and a general-purpose engine for what is, for a help centre, a
-// few hundred or thousand short documents held in memory and rebuilt on
-// reload. The index here is a few hundred lines with no dependencies. On
-// a shared 2-core machine (go test -bench 'NewIndex|Retrieve'):
+// # Measuring
 //
-//	documents          build     query (zh)   query (en)
-//	73 (testdata/kb)   2.7 ms    28 µs        7 µs
-//	10,000 synthetic   0.9 s     0.31 ms      0.12 ms
+//	go test -run '^$' -bench 'NewIndex|Retrieve|Hybrid' ./retrieval/
+//	go test ./retrieval -run 'TestRecallAt3|TestOutOfDomainGetsNoDocuments|TestConfusablePairs' -v
 //
-// Blending with a cached in-process embedder over testdata/kb adds about
-// 30 µs (BenchmarkHybrid), not counting the embedding service itself.
-//
-// # Quality
-//
-// testdata/kb-eval.jsonl holds 100 paraphrased customer questions (51
-// Chinese, 49 English), each with the article that answers it;
-// testdata/kb-ood.jsonl holds 32 questions it does not cover (16 Chinese,
-// 16 English: weather, sports, cooking, history, programming, products we
-// do not sell…). With the default index over testdata/kb:
-//
-//	go test ./retrieval -run 'TestRecallAt3|TestOutOfDomainGetsNoDocuments' -v
-//
-//	recall@3 = 0.85 (zh 0.88, en 0.82), recall@1 = 0.72
-//	out-of-domain questions with no documents = 0.91 (29/32)
-//
-// Without the floor recall@3 is 0.89 and only 8 of the 32 out-of-domain
-// questions get no documents: the floor trades a few paraphrases that
-// share almost no words with their article for honest empty answers.
-// The field weights, the synonym table, the question words and the floor
-// were tuned against these same sets, so the figures are optimistic for
-// unseen questions, and both sit close to their test thresholds; the
-// remaining leaks share a real word with an article ("明天" with next-day
-// delivery, "United States" with international shipping), which no
-// lexical rule can tell apart. TestConfusablePairs checks that questions
-// differing in one word or number ("如何开发票" and "如何取消发票",
-// 7-day and 30-day returns) rank different articles first.
+// The first times building the index and a query over testdata/kb and
+// 10,000 synthetic documents, and hybrid blending; the second measures
+// recall@3 over the paraphrased questions of testdata/kb-eval.jsonl, the
+// share of the out-of-domain questions of testdata/kb-ood.jsonl that get
+// no documents, and that questions differing in one word or number rank
+// different articles first. The field weights, synonyms and floor were
+// tuned on these sets, so their figures (docs/performance.md) are
+// optimistic for unseen questions.
 package retrieval

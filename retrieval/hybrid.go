@@ -143,7 +143,7 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 	for try := 1; ; try++ {
 		src := h.source()
 		lex, err := src.lexical.Retrieve(ctx, query, n)
-		if err != nil || h.cfg.Embedder == nil || IsNoVector(vec) || len(tokens(query)) == 0 {
+		if err != nil || h.cfg.Embedder == nil || isNoVector(vec) || len(tokens(query)) == 0 {
 			return trim(lex, k), err
 		}
 		if vec == nil { // embedded once, kept if the question starts again

@@ -35,5 +35,5 @@ type VectorRetriever interface {
 // rank without it and do not try to embed the question again.
 var NoVector = []float32{}
 
-// IsNoVector reports whether vec is NoVector (empty but not nil).
-func IsNoVector(vec []float32) bool { return vec != nil && len(vec) == 0 }
+// isNoVector reports whether vec is NoVector (empty but not nil).
+func isNoVector(vec []float32) bool { return vec != nil && len(vec) == 0 }

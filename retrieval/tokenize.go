@@ -35,100 +35,120 @@ func tokens(text string) []string {
 // terms are substrings of text, so indexing them allocates nothing; emit
 // must copy a term it keeps past the call if it cares.
 func eachToken(text string, emit func(string)) {
-	var (
-		wordStart = -1    // byte offset of the current letter/digit run
-		wordFold  = false // the run needs lowercasing or full-width folding
-		hanOff    []int   // byte offsets of the current CJK run's runes, plus its end
-		contOff   []int   // byte offsets of the current Thai-like run's characters, plus its end
-	)
-	flushWord := func(end int) {
-		if wordStart < 0 {
-			return
-		}
-		w := text[wordStart:end]
-		wordStart = -1
-		if wordFold {
-			w = foldWord(w)
-		}
-		if i := strings.IndexAny(w, "'’"); i >= 0 { // don't -> don, shop's -> shop
-			w = w[:i]
-		}
-		if t := englishTerm(w); t != "" {
-			emit(t)
-		}
-	}
-	flushHan := func(end int) {
-		if len(hanOff) == 0 {
-			return
-		}
-		hanOff = append(hanOff, end)
-		for i := 0; i+1 < len(hanOff); i++ {
-			if r, _ := utf8.DecodeRuneInString(text[hanOff[i]:]); !hanStop[r] {
-				emit(text[hanOff[i]:hanOff[i+1]])
-			}
-			if i+2 < len(hanOff) && !stopPair(text[hanOff[i]:hanOff[i+2]]) {
-				emit(text[hanOff[i]:hanOff[i+2]])
-			}
-		}
-		hanOff = hanOff[:0]
-	}
-	flushCont := func(end int) {
-		if len(contOff) == 0 {
-			return
-		}
-		contOff = append(contOff, end)
-		if len(contOff) == 2 {
-			emit(text[contOff[0]:end])
-		}
-		for i := 0; i+2 < len(contOff); i++ {
-			emit(text[contOff[i]:contOff[i+2]])
-		}
-		contOff = contOff[:0]
-	}
+	t := tokenizer{wordStart: -1}
 	for i := 0; i < len(text); {
 		r, n := utf8.DecodeRuneInString(text[i:])
-		full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
-		if full {
-			r -= 0xFEE0
-		}
-		switch {
-		case isCJK(r):
-			flushWord(i)
-			flushCont(i)
-			hanOff = append(hanOff, i)
-		case isContinuous(r):
-			if len(contOff) > 0 && unicode.Is(unicode.Mark, r) {
-				break // a vowel sign or tone mark: part of the character before it
-			}
-			flushWord(i)
-			flushHan(i)
-			if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
-				contOff = append(contOff, i)
-			} else {
-				flushCont(i) // a sign such as ฯ, ๆ or ๏: a separator
-			}
-		case unicode.IsLetter(r) || unicode.IsDigit(r):
-			flushHan(i)
-			flushCont(i)
-			if wordStart < 0 {
-				wordStart, wordFold = i, false
-			}
-			if full || r >= utf8.RuneSelf || ('A' <= r && r <= 'Z') {
-				wordFold = true
-			}
-		case (r == '\'' || r == '’') && wordStart >= 0:
-		case wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
-			wordFold = true // "रिफंड" is one word, not र, फ and ड
-		default:
-			flushWord(i)
-			flushHan(i)
-			flushCont(i)
-		}
+		t.take(text, i, r, emit)
 		i += n
 	}
-	flushWord(len(text))
-	flushHan(len(text))
-	flushCont(len(text))
+	t.flushWord(text, len(text), emit)
+	t.flushHan(text, len(text), emit)
+	t.flushCont(text, len(text), emit)
+}
+
+// tokenizer is eachToken's state: the runs under way in its text. The
+// text and emit are passed to its methods rather than held, so that the
+// run offsets, which nothing keeps, need no heap.
+type tokenizer struct {
+	wordStart int   // byte offset of the current letter/digit run; -1: none
+	wordFold  bool  // the run needs lowercasing or full-width folding
+	hanOff    []int // byte offsets of the current CJK run's runes, plus its end
+	contOff   []int // byte offsets of the current Thai-like run's characters, plus its end
+}
+
+// take adds r, the rune at byte offset i of text, to its run, ending the
+// runs it does not belong to.
+func (t *tokenizer) take(text string, i int, r rune, emit func(string)) {
+	full := r >= 0xFF01 && r <= 0xFF5E // full-width ASCII
+	if full {
+		r -= 0xFEE0
+	}
+	switch {
+	case isCJK(r):
+		t.flushWord(text, i, emit)
+		t.flushCont(text, i, emit)
+		t.hanOff = append(t.hanOff, i)
+	case isContinuous(r):
+		if len(t.contOff) > 0 && unicode.Is(unicode.Mark, r) {
+			break // a vowel sign or tone mark: part of the character before it
+		}
+		t.flushWord(text, i, emit)
+		t.flushHan(text, i, emit)
+		if (unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)) && !thaiSign(r) {
+			t.contOff = append(t.contOff, i)
+		} else {
+			t.flushCont(text, i, emit) // a sign such as ฯ, ๆ or ๏: a separator
+		}
+	case unicode.IsLetter(r) || unicode.IsDigit(r):
+		t.flushHan(text, i, emit)
+		t.flushCont(text, i, emit)
+		if t.wordStart < 0 {
+			t.wordStart, t.wordFold = i, false
+		}
+		if full || r >= utf8.RuneSelf || ('A' <= r && r <= 'Z') {
+			t.wordFold = true
+		}
+	case (r == '\'' || r == '’') && t.wordStart >= 0:
+	case t.wordStart >= 0 && r >= 0x300 && unicode.Is(unicode.Mark, r):
+		t.wordFold = true // "रिफंड" is one word, not र, फ and ड
+	default:
+		t.flushWord(text, i, emit)
+		t.flushHan(text, i, emit)
+		t.flushCont(text, i, emit)
+	}
+}
+
+// flushWord emits the term of the letter/digit run of text ending at end,
+// if any.
+func (t *tokenizer) flushWord(text string, end int, emit func(string)) {
+	if t.wordStart < 0 {
+		return
+	}
+	w := text[t.wordStart:end]
+	t.wordStart = -1
+	if t.wordFold {
+		w = foldWord(w)
+	}
+	if i := strings.IndexAny(w, "'’"); i >= 0 { // don't -> don, shop's -> shop
+		w = w[:i]
+	}
+	if term := englishTerm(w); term != "" {
+		emit(term)
+	}
+}
+
+// flushHan emits the characters and bigrams of the CJK run of text ending
+// at end.
+func (t *tokenizer) flushHan(text string, end int, emit func(string)) {
+	if len(t.hanOff) == 0 {
+		return
+	}
+	off := append(t.hanOff, end)
+	for i := 0; i+1 < len(off); i++ {
+		if r, _ := utf8.DecodeRuneInString(text[off[i]:]); !hanStop[r] {
+			emit(text[off[i]:off[i+1]])
+		}
+		if i+2 < len(off) && !stopPair(text[off[i]:off[i+2]]) {
+			emit(text[off[i]:off[i+2]])
+		}
+	}
+	t.hanOff = off[:0]
+}
+
+// flushCont emits the character pairs of the Thai-like run of text ending
+// at end (its one character, if it has only one).
+func (t *tokenizer) flushCont(text string, end int, emit func(string)) {
+	if len(t.contOff) == 0 {
+		return
+	}
+	off := append(t.contOff, end)
+	if len(off) == 2 {
+		emit(text[off[0]:end])
+	}
+	for i := 0; i+2 < len(off); i++ {
+		emit(text[off[i]:off[i+2]])
+	}
+	t.contOff = off[:0]
 }
 
 // isContinuous reports whether r belongs to a script written without

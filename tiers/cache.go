@@ -10,41 +10,51 @@ import (
 	"github.com/ragfuse/ragfuse/retrieval"
 )
 
-// SemanticCacheConfig configures a SemanticCache. Zero fields take the
+// CacheConfig configures a cache tier (NewCache). Zero fields take the
 // defaults written beside them.
-type SemanticCacheConfig struct {
-	Name     string         // default "cache"
+type CacheConfig struct {
+	Name     string         // default "cache", or "stale_cache" with Stale
 	Cache    *cache.Cache   // required
-	Embedder cache.Embedder // required for similarity hits; without it only exact matches hit
+	Embedder cache.Embedder // for similarity hits; without it only exact matches hit
+	// Stale makes the stale_cache tier (stale-if-error): placed after the
+	// model tiers, it is reached only when all of them failed, serves an
+	// entry that may have expired within the cache's grace period, with
+	// Source SourceStaleCache, and writes nothing back.
+	Stale bool
 	// StoreFrom lists the sources whose answers are written back; default
-	// [SourcePrimary]. Cache sources are never written back.
+	// [SourcePrimary]; an empty list that is not nil stores nothing. Cache
+	// sources are never written back.
 	StoreFrom []Source
 	// KBVersion returns the current knowledge-base version; default: always 0.
 	KBVersion func() uint64
 }
 
-// SemanticCache is the semantic_cache tier: it embeds the question (once per
-// question, through Query.Memo) and answers from the tenant's cache entries.
-// As a Rememberer it writes back complete answers from the StoreFrom sources
-// that were built on the knowledge base current when the question started.
-// A SemanticCache is safe for concurrent use.
-type SemanticCache struct {
-	cfg SemanticCacheConfig
+// Cache is a cache tier: the semantic_cache tier, or with CacheConfig.Stale
+// the stale_cache tier, over a cache.Cache the two may share. It embeds
+// the question (once per question, through Query.Memo) and answers from
+// the tenant's entries. As a Rememberer the semantic_cache tier writes
+// back complete answers from the StoreFrom sources that were built on the
+// knowledge base current when the question started. A Cache is safe for
+// concurrent use.
+type Cache struct {
+	cfg CacheConfig
 }
 
 var (
-	_ Tier       = (*SemanticCache)(nil)
-	_ Rememberer = (*SemanticCache)(nil)
-	_ Tier       = (*StaleCache)(nil)
+	_ Tier       = (*Cache)(nil)
+	_ Rememberer = (*Cache)(nil)
 )
 
 // errNoCache reports a cache tier built without a cache.
 var errNoCache = errors.New("no cache configured")
 
-// NewSemanticCache returns a SemanticCache.
-func NewSemanticCache(cfg SemanticCacheConfig) *SemanticCache {
+// NewCache returns a cache tier.
+func NewCache(cfg CacheConfig) *Cache {
 	if cfg.Name == "" {
 		cfg.Name = "cache"
+		if cfg.Stale {
+			cfg.Name = "stale_cache"
+		}
 	}
 	if cfg.StoreFrom == nil {
 		cfg.StoreFrom = []Source{SourcePrimary}
@@ -53,51 +63,68 @@ func NewSemanticCache(cfg SemanticCacheConfig) *SemanticCache {
 	if cfg.KBVersion == nil {
 		cfg.KBVersion = func() uint64 { return 0 }
 	}
-	return &SemanticCache{cfg: cfg}
+	return &Cache{cfg: cfg}
 }
 
 // Name returns the tier's name.
-func (s *SemanticCache) Name() string { return s.cfg.Name }
+func (c *Cache) Name() string { return c.cfg.Name }
 
-// Source returns SourceCache.
-func (s *SemanticCache) Source() Source { return SourceCache }
-
-// Len returns the number of entries across tenants.
-func (s *SemanticCache) Len() int {
-	if s.cfg.Cache == nil {
-		return 0
+// Source returns SourceCache, or SourceStaleCache for a stale tier.
+func (c *Cache) Source() Source {
+	if c.cfg.Stale {
+		return SourceStaleCache
 	}
-	return s.cfg.Cache.Size()
+	return SourceCache
 }
 
-// Answer returns the cached answer to q, or an *Error of KindMiss. If the
+// Len returns the number of entries across tenants, expired ones in grace
+// included.
+func (c *Cache) Len() int {
+	if c.cfg.Cache == nil {
+		return 0
+	}
+	return c.cfg.Cache.Size()
+}
+
+// Answer returns the cached answer to q (for a stale tier, also one
+// expired within the grace period), or an *Error of KindMiss. If the
 // embedder fails, an exact match of the question may still answer;
-// otherwise the embedding error is returned.
-func (s *SemanticCache) Answer(ctx context.Context, q Query) (Answer, error) {
+// otherwise the semantic_cache tier returns the embedding error, and the
+// stale tier misses.
+func (c *Cache) Answer(ctx context.Context, q Query) (Answer, error) {
 	if err := ctx.Err(); err != nil {
 		return Answer{}, err
 	}
-	if s.cfg.Cache == nil {
-		return Answer{}, &Error{Kind: KindOther, Tier: s.cfg.Name, Err: errNoCache}
+	if c.cfg.Cache == nil {
+		return Answer{}, &Error{Kind: KindOther, Tier: c.cfg.Name, Err: errNoCache}
 	}
-	kb := q.Memo.KBVersion(s.cfg.KBVersion) // the version the question starts on
+	var kb uint64
+	if !c.cfg.Stale {
+		kb = q.Memo.KBVersion(c.cfg.KBVersion) // the version the question starts on
+	}
 	var vec []float32
 	var embErr error
-	if s.cfg.Embedder != nil || q.Memo != nil && q.Memo.Embedder != nil {
-		vec, embErr = q.Memo.Embedding(ctx, s.cfg.Embedder, q.Question)
+	if c.cfg.Embedder != nil || q.Memo != nil && q.Memo.Embedder != nil {
+		vec, embErr = q.Memo.Embedding(ctx, c.cfg.Embedder, q.Question)
 	}
-	e, err := s.cfg.Cache.Get(q.Tenant, q.Question, vec, kb)
-	if err == nil {
-		return answerFromEntry(e, SourceCache), nil
+	var e cache.Entry
+	var err error
+	if c.cfg.Stale {
+		e, err = c.cfg.Cache.GetStale(q.Tenant, q.Question, vec, c.cfg.KBVersion())
+	} else {
+		e, err = c.cfg.Cache.Get(q.Tenant, q.Question, vec, kb)
 	}
-	if embErr != nil {
-		return Answer{}, s.embeddingError(ctx, embErr)
+	switch {
+	case err == nil:
+		return answerFromEntry(e, c.Source()), nil
+	case embErr != nil && !c.cfg.Stale:
+		return Answer{}, c.embeddingError(ctx, embErr)
 	}
-	return Answer{}, &Error{Kind: KindMiss, Tier: s.cfg.Name, Err: err}
+	return Answer{}, &Error{Kind: KindMiss, Tier: c.cfg.Name, Err: err}
 }
 
-// embeddingError returns err as a tier error of s.
-func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
+// embeddingError returns err as a tier error of c.
+func (c *Cache) embeddingError(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -105,108 +132,48 @@ func (s *SemanticCache) embeddingError(ctx context.Context, err error) error {
 	if errors.As(err, &te) {
 		return err
 	}
-	return &Error{Kind: KindOf(err), Tier: s.cfg.Name, Err: err}
+	return &Error{Kind: KindOf(err), Tier: c.cfg.Name, Err: err}
 }
 
 // Invalidate drops the entries not built on knowledge-base version
 // current (see cache.Cache.Invalidate) and returns how many it dropped.
-func (s *SemanticCache) Invalidate(current uint64) int {
-	if s.cfg.Cache == nil {
+func (c *Cache) Invalidate(current uint64) int {
+	if c.cfg.Cache == nil {
 		return 0
 	}
-	return s.cfg.Cache.Invalidate(current)
+	return c.cfg.Cache.Invalidate(current)
 }
 
-// Remember writes a back to the cache when it qualifies: its source is in
-// StoreFrom, it is complete (not Interrupted, not empty), it was not made
-// after the question's retrieval failed (its Memo remembers that), and the
-// knowledge base has not changed since the question started: since the
-// version its Memo holds (the pipeline takes it when the question starts),
-// else since the question reached Answer. A question that carries no
-// version yet is stored under the current one.
-func (s *SemanticCache) Remember(ctx context.Context, q Query, a Answer) {
-	if s.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
-		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(s.cfg.StoreFrom, a.Source) {
+// Remember writes a back to the cache when it qualifies: c is not a stale
+// tier, a's source is in StoreFrom, it is complete (not Interrupted, not
+// empty), it was not made after the question's retrieval failed (its Memo
+// remembers that), and the knowledge base has not changed since the
+// question started: since the version its Memo holds (the pipeline takes
+// it when the question starts), else since the question reached Answer. A
+// question that carries no version yet is stored under the current one.
+func (c *Cache) Remember(ctx context.Context, q Query, a Answer) {
+	if c.cfg.Stale || c.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
+		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(c.cfg.StoreFrom, a.Source) {
 		return
 	}
 	if q.Memo.retrievalFailed() {
 		return // made without the documents it needed: the retrieval failed
 	}
-	kb := s.cfg.KBVersion()
-	if q.Memo.KBVersion(s.cfg.KBVersion) != kb {
+	kb := c.cfg.KBVersion()
+	if q.Memo.KBVersion(c.cfg.KBVersion) != kb {
 		return // built on a knowledge base that has since been reloaded
 	}
-	vec, err := q.Memo.Embedding(ctx, s.cfg.Embedder, q.Question)
+	vec, err := q.Memo.Embedding(ctx, c.cfg.Embedder, q.Question)
 	if err != nil {
 		return
 	}
-	_ = s.cfg.Cache.Put(q.Tenant, q.Question, vec, cache.Entry{
+	_ = c.cfg.Cache.Put(q.Tenant, q.Question, vec, cache.Entry{
 		Text:      a.Text,
 		Model:     a.Model,
 		Source:    string(a.Source),
 		Docs:      docRefs(a.Docs),
 		KBVersion: kb,
 	})
-}
-
-// StaleCacheConfig configures a StaleCache. Zero fields take the defaults
-// written beside them.
-type StaleCacheConfig struct {
-	Name      string         // default "stale_cache"
-	Cache     *cache.Cache   // required; usually the semantic cache's
-	Embedder  cache.Embedder // as for SemanticCacheConfig
-	KBVersion func() uint64  // default: always 0
-}
-
-// StaleCache is the stale_cache tier (stale-if-error): placed after the model
-// tiers, it is reached only when all of them failed, and serves a cache
-// entry that may have expired within the cache's grace period. Its answers
-// have Source SourceStaleCache. A StaleCache is safe for concurrent use.
-type StaleCache struct {
-	cfg StaleCacheConfig
-}
-
-// NewStaleCache returns a StaleCache.
-func NewStaleCache(cfg StaleCacheConfig) *StaleCache {
-	if cfg.Name == "" {
-		cfg.Name = "stale_cache"
-	}
-	if cfg.KBVersion == nil {
-		cfg.KBVersion = func() uint64 { return 0 }
-	}
-	return &StaleCache{cfg: cfg}
-}
-
-// Name returns the tier's name.
-func (s *StaleCache) Name() string { return s.cfg.Name }
-
-// Source returns SourceStaleCache.
-func (s *StaleCache) Source() Source { return SourceStaleCache }
-
-// Len returns the number of entries across tenants, expired ones in grace
-// included.
-func (s *StaleCache) Len() int {
-	if s.cfg.Cache == nil {
-		return 0
-	}
-	return s.cfg.Cache.Size()
-}
-
-// Answer returns a fresh or stale cached answer to q, or an *Error of
-// KindMiss.
-func (s *StaleCache) Answer(ctx context.Context, q Query) (Answer, error) {
-	if err := ctx.Err(); err != nil {
-		return Answer{}, err
-	}
-	if s.cfg.Cache == nil {
-		return Answer{}, &Error{Kind: KindOther, Tier: s.cfg.Name, Err: errNoCache}
-	}
-	vec, _ := q.Memo.Embedding(ctx, s.cfg.Embedder, q.Question) // nil: exact matches only
-	e, err := s.cfg.Cache.GetStale(q.Tenant, q.Question, vec, s.cfg.KBVersion())
-	if err != nil {
-		return Answer{}, &Error{Kind: KindMiss, Tier: s.cfg.Name, Err: err}
-	}
-	return answerFromEntry(e, SourceStaleCache), nil
 }
 
 func answerFromEntry(e cache.Entry, src Source) Answer {

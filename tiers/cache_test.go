@@ -41,8 +41,8 @@ type cacheRig struct {
 	emb   *countingEmbedder
 	c     *cache.Cache
 	kb    atomic.Uint64
-	sem   *SemanticCache
-	stale *StaleCache
+	sem   *Cache
+	stale *Cache
 }
 
 func newCacheRig(t *testing.T, storeFrom []Source) *cacheRig {
@@ -52,8 +52,8 @@ func newCacheRig(t *testing.T, storeFrom []Source) *cacheRig {
 		emb:   &countingEmbedder{inner: cache.NewHashEmbedder(0)},
 	}
 	r.c = cache.New(cache.Config{TTL: time.Hour, Jitter: -1, Grace: 10 * time.Minute, Clock: r.clock})
-	r.sem = NewSemanticCache(SemanticCacheConfig{Cache: r.c, Embedder: r.emb, StoreFrom: storeFrom, KBVersion: r.kb.Load})
-	r.stale = NewStaleCache(StaleCacheConfig{Cache: r.c, Embedder: r.emb, KBVersion: r.kb.Load})
+	r.sem = NewCache(CacheConfig{Cache: r.c, Embedder: r.emb, StoreFrom: storeFrom, KBVersion: r.kb.Load})
+	r.stale = NewCache(CacheConfig{Stale: true, Cache: r.c, Embedder: r.emb, KBVersion: r.kb.Load})
 	return r
 }
 
@@ -260,12 +260,12 @@ func TestCacheTiersCanceled(t *testing.T) {
 }
 
 func TestCacheTiersWithoutCache(t *testing.T) {
-	for _, tier := range []Tier{NewSemanticCache(SemanticCacheConfig{}), NewStaleCache(StaleCacheConfig{})} {
+	for _, tier := range []Tier{NewCache(CacheConfig{}), NewCache(CacheConfig{Stale: true})} {
 		if _, err := tier.Answer(context.Background(), Query{Question: "q"}); err == nil || KindOf(err) == KindMiss {
 			t.Errorf("%s without a cache: err = %v, want a configuration error", tier.Name(), err)
 		}
 	}
-	NewSemanticCache(SemanticCacheConfig{}).Remember(context.Background(), Query{Question: "q"}, primary("a"))
+	NewCache(CacheConfig{}).Remember(context.Background(), Query{Question: "q"}, primary("a"))
 }
 
 func TestSemanticCacheConcurrent(t *testing.T) {
@@ -284,4 +284,43 @@ func TestSemanticCacheConcurrent(t *testing.T) {
 		})
 	}
 	wg.Wait()
+}
+
+// TestSemanticCacheSkipsAnswerWithoutRetrieval: when the question's
+// retrieval failed, the model tier answers without documents ("the
+// knowledge base does not cover it"). That answer was not built on the
+// knowledge base and must not be cached: once the retriever is back, the
+// question must reach the model with its documents again.
+func TestSemanticCacheSkipsAnswerWithoutRetrieval(t *testing.T) {
+	srv, _ := upstream(t, reply(200, `{"choices":[{"message":{"role":"assistant","content":"The knowledge base does not cover this."},"finish_reason":"stop"}]}`))
+	ret := &fakeRetriever{err: errors.New("vector database unreachable")}
+	llm := NewLLM(LLMConfig{Candidates: []Candidate{candidate("m1", srv.URL)}, Retriever: ret})
+	r := newCacheRig(t, nil)
+	ctx := context.Background()
+
+	q := Query{Tenant: "t", Question: "how do I return an item", Memo: &Memo{K: 5}}
+	if _, err := r.sem.Answer(ctx, q); KindOf(err) != KindMiss {
+		t.Fatalf("cache: %v, want a miss", err)
+	}
+	a, err := llm.Answer(ctx, q)
+	if err != nil || a.Source != SourcePrimary || len(a.Docs) != 0 {
+		t.Fatalf("llm = %+v, %v; want a primary answer without documents", a, err)
+	}
+	r.sem.Remember(ctx, q, a)
+	if got, err := r.ask("t", q.Question); err == nil {
+		t.Errorf("answer built after a failed retrieval was cached and served: %q", got.Text)
+	}
+
+	// A question with no relevant documents (no failure) is answered and
+	// cached as usual.
+	ret.err = nil
+	q = Query{Tenant: "t", Question: "do you sell penguins", Memo: &Memo{K: 5}}
+	a, err = llm.Answer(ctx, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sem.Remember(ctx, q, a)
+	if _, err := r.ask("t", q.Question); err != nil {
+		t.Errorf("answer to a question with no relevant documents was not cached: %v", err)
+	}
 }

@@ -4,23 +4,45 @@
 // no model), static (a configured message) and the semantic and stale
 // caches.
 //
+// # Contracts
+//
 // A Tier answers a Query or returns an error, preferably an *Error whose
 // Kind tells the pipeline how to treat the failure (a breaker failure, a
-// cooldown, a reason to go to the next tier). Tiers never print or log;
-// the pipeline turns what happens into events.
+// cooldown, a reason to go to the next tier); it never returns a canned
+// text pretending to be an answer. Only the static tier always answers.
+// Tiers never print or log: the pipeline turns what happens into events.
 //
-// The llm tier reaches models only through github.com/sashabaranov/go-openai.
-// Per-candidate protection (a breaker per model, a cooldown after HTTP 429,
-// the record of each attempt) is not built into the tier: it asks a
-// CandidateGuard, which the pipeline supplies through the context (see
-// WithGuard). Used on its own, with no guard, an LLM tries every candidate
-// in order on each question.
+// The llm tier reaches models only through github.com/sashabaranov/go-openai,
+// with clients made by NewClient, which send through an http.Client's Do and
+// record the Retry-After of a 429 (go-openai does not expose the headers
+// of an error). It tries its candidates in order and stops at the first
+// answer, at a failure that is the question's fault (context length,
+// content filter, bad request) or when its context ends. Per-candidate
+// protection (a breaker per model, a cooldown after 429, the record of
+// each attempt) is not built in: the tier asks Query.Guard, a
+// CandidateGuard, before each candidate and releases it exactly once with
+// the call's outcome, also when the call panics. With no guard, every
+// candidate is tried. GuardedEmbedder puts an embedding model behind the
+// same kind of guard, its errors classified as a chat call's.
 //
-// NewClient makes the go-openai client of a candidate. It records the
-// Retry-After of a 429, and sends each request straight through its
-// http.Client's Transport: Client.Do's bookkeeping for redirects costs
-// about 1.5% of a call to a model that answers at once. A client with a
-// cookie jar or a Timeout and a base URL with user information go through
-// Client.Do, and a redirect is handed to Client.Do to follow, so
-// redirects, cookies and timeouts behave as they do there.
+// A StreamTier (the llm tier) streams an answer: text is held back until
+// the stream is committed (StreamRequest.CommitAfter characters or
+// CommitAfterDuration); before commit a failure moves on to the next
+// candidate unseen; after commit it returns the partial answer with
+// Answer.Interrupted set. A watchdog ends a stream whose first text or
+// next chunk is late. A call asked to Continue a partial answer streams
+// only the continuation.
+//
+// Memo holds what is done at most once per question and shared by the
+// tiers of one run: the embedding and the retrieved documents, failures
+// included, and the knowledge-base version the question started on. The
+// semantic cache writes back only complete answers from its StoreFrom
+// sources, built on that version with their documents.
+//
+// # Measuring
+//
+//	go test -run '^$' -bench 'Upstream/paired-tier$' -benchtime 10000x -count 8 ./pipeline/
+//
+// pairs the llm tier alone with a bare go-openai call to the same llmtest
+// server; docs/performance.md has the figures.
 package tiers

@@ -43,36 +43,6 @@ type CandidateGuard interface {
 	Acquire(ctx context.Context, tier string, c Candidate) (release func(err error, u Usage), ok bool)
 }
 
-type guardKey struct{}
-
-// WithGuard returns a copy of ctx that carries g. An LLM tier without a
-// Guard of its own uses the guard of its call's context.
-func WithGuard(ctx context.Context, g CandidateGuard) context.Context {
-	return &GuardContext{Context: ctx, Guard: g}
-}
-
-// GuardContext is a context that carries a CandidateGuard, as WithGuard
-// returns. A caller that keeps a per-question struct may embed one in it,
-// to carry the guard without an allocation of its own.
-type GuardContext struct {
-	context.Context
-	Guard CandidateGuard
-}
-
-// Value returns the guard for the key guardFrom looks up, and otherwise
-// the parent's value.
-func (c *GuardContext) Value(key any) any {
-	if key == (guardKey{}) {
-		return c.Guard
-	}
-	return c.Context.Value(key)
-}
-
-func guardFrom(ctx context.Context) CandidateGuard {
-	g, _ := ctx.Value(guardKey{}).(CandidateGuard)
-	return g
-}
-
 // LLMConfig configures an LLM tier. Zero fields take the defaults written
 // beside them.
 type LLMConfig struct {
@@ -86,9 +56,6 @@ type LLMConfig struct {
 	ContextDocs int
 	// SystemPrompt replaces DefaultSystemPrompt.
 	SystemPrompt string
-	// Guard guards each candidate call; nil means the guard carried by the
-	// call's context (see WithGuard), or none.
-	Guard CandidateGuard
 }
 
 // LLM is a tier that asks OpenAI-compatible models, trying its candidates
@@ -100,7 +67,6 @@ type LLM struct {
 	ret    retrieval.Retriever
 	k      int
 	system string
-	guard  CandidateGuard
 }
 
 var _ Tier = (*LLM)(nil)
@@ -115,7 +81,6 @@ func NewLLM(cfg LLMConfig) *LLM {
 		ret:    cfg.Retriever,
 		k:      cfg.ContextDocs,
 		system: cfg.SystemPrompt,
-		guard:  cfg.Guard,
 	}
 	if l.source == "" {
 		l.source = SourcePrimary
@@ -157,15 +122,16 @@ func (l *LLM) DocsWanted() int {
 	return l.k
 }
 
-// Answer asks the candidates in order. It stops at the first answer, at a
-// failure that is the question's fault (context length, content filter,
-// bad request: another candidate of the same tier would fail alike), or
-// when ctx is done. With no candidate tried it returns an *Error of
-// KindUnavailable wrapping ErrUnavailable; otherwise the last call's error.
+// Answer asks the candidates in order, through q.Guard if set. It stops
+// at the first answer, at a failure that is the question's fault (context
+// length, content filter, bad request: another candidate of the same tier
+// would fail alike), or when ctx is done. With no candidate tried it
+// returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
+// the last call's error.
 func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 	docs := l.documents(ctx, q)
 	msgs := buildMessages(l.system, q.Question, docs)
-	a, err := l.each(ctx, func(c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
+	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
 	if err != nil {
 		return Answer{}, err
 	}
@@ -173,18 +139,14 @@ func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 	return a, nil
 }
 
-// each calls the candidates in order through the guard (see
-// CandidateGuard) until one answers. It stops early at a committed
+// each calls the candidates in order through g, if not nil (see
+// CandidateGuard), until one answers. It stops early at a committed
 // (Interrupted) answer, at a failure that is the question's fault (context
 // length, content filter, bad request: another candidate of the same tier
 // would fail alike), or when ctx is done. With no candidate tried it
 // returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
 // the last call's error.
-func (l *LLM) each(ctx context.Context, call func(c Candidate) (Answer, *Error)) (Answer, error) {
-	g := l.guard
-	if g == nil {
-		g = guardFrom(ctx)
-	}
+func (l *LLM) each(ctx context.Context, g CandidateGuard, call func(c Candidate) (Answer, *Error)) (Answer, error) {
 	var last *Error
 	for _, c := range l.cands {
 		if err := ctx.Err(); err != nil {

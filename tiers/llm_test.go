@@ -234,7 +234,7 @@ func TestLLMCandidatesInOrderWithGuard(t *testing.T) {
 	g := &recordingGuard{deny: map[string]bool{"open": true}}
 	l := NewLLM(LLMConfig{Candidates: []Candidate{
 		candidate("open", good.URL), candidate("down", bad.URL), candidate("up", good.URL), candidate("never", good.URL)}})
-	a, err := l.Answer(WithGuard(context.Background(), g), Query{Question: "q"})
+	a, err := l.Answer(context.Background(), Query{Question: "q", Guard: g})
 	if err != nil || a.Model != "up" {
 		t.Fatalf("a=%+v err=%v", a, err)
 	}
@@ -244,8 +244,8 @@ func TestLLMCandidatesInOrderWithGuard(t *testing.T) {
 
 	// Every candidate skipped: unavailable, no call.
 	g = &recordingGuard{deny: map[string]bool{"open": true, "down": true, "up": true, "never": true}}
-	l2 := NewLLM(LLMConfig{Guard: g, Candidates: l.Candidates()})
-	_, err = l2.Answer(context.Background(), Query{Question: "q"})
+	l2 := NewLLM(LLMConfig{Candidates: l.Candidates()})
+	_, err = l2.Answer(context.Background(), Query{Question: "q", Guard: g})
 	if KindOf(err) != KindUnavailable || !errors.Is(err, ErrUnavailable) {
 		t.Fatalf("err = %v", err)
 	}
@@ -255,8 +255,8 @@ func TestLLMQuestionFaultStopsTier(t *testing.T) {
 	long, _ := upstream(t, reply(400, `{"error":{"message":"too long","code":"context_length_exceeded"}}`))
 	good, _ := upstream(t, reply(200, okBody))
 	g := &recordingGuard{}
-	l := NewLLM(LLMConfig{Guard: g, Candidates: []Candidate{candidate("a", long.URL), candidate("b", good.URL)}})
-	_, err := l.Answer(context.Background(), Query{Question: "q"})
+	l := NewLLM(LLMConfig{Candidates: []Candidate{candidate("a", long.URL), candidate("b", good.URL)}})
+	_, err := l.Answer(context.Background(), Query{Question: "q", Guard: g})
 	if KindOf(err) != KindContextLength || len(g.log) != 1 {
 		t.Fatalf("err=%v log=%v", err, g.log)
 	}
@@ -266,5 +266,36 @@ func TestLLMNoClient(t *testing.T) {
 	l := NewLLM(LLMConfig{Candidates: []Candidate{{ID: "x"}}})
 	if _, err := l.Answer(context.Background(), Query{}); KindOf(err) != KindOther {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+type panickingDoer struct{}
+
+func (panickingDoer) Do(*http.Request) (*http.Response, error) { panic("transport bug") }
+
+// TestLLMPanickingCandidateIsReleased guards CandidateGuard's "release must
+// be called exactly once": a candidate call that panics is released with
+// an error before the panic goes on to the tier's caller.
+func TestLLMPanickingCandidateIsReleased(t *testing.T) {
+	g := &recordingGuard{}
+	l := NewLLM(LLMConfig{Candidates: []Candidate{
+		{ID: "p", Client: NewClient(ClientConfig{BaseURL: "http://127.0.0.1:1", HTTPClient: panickingDoer{}})}}})
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the panic was swallowed")
+			}
+		}()
+		_, _ = l.Answer(context.Background(), Query{Question: "q", Guard: g})
+	}()
+	if got := strings.Join(g.log, " "); got != "p:other" {
+		t.Fatalf("guard log = %q, want one release with kind other", got)
+	}
+}
+
+func TestErrorMessage(t *testing.T) {
+	e := &Error{Kind: KindServer, Tier: "primary", Model: "m", Status: 503, Err: errors.New("down")}
+	if got := e.Error(); got != "tiers: primary (m): server_error (HTTP 503): down" {
+		t.Fatalf("Error() = %q", got)
 	}
 }

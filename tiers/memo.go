@@ -115,14 +115,14 @@ func (m *Memo) retrievalFailed() bool {
 
 func embedOne(ctx context.Context, e cache.Embedder, text string) ([]float32, error) {
 	if e == nil {
-		return nil, &Error{Kind: KindOther, Tier: "embedding", Err: errNoEmbedder}
+		return nil, &Error{Kind: KindOther, Tier: embeddingTier, Err: errNoEmbedder}
 	}
 	vs, err := e.Embed(ctx, []string{text})
 	if err != nil {
 		return nil, err
 	}
 	if len(vs) != 1 || len(vs[0]) == 0 {
-		return nil, &Error{Kind: KindEmpty, Tier: "embedding"}
+		return nil, &Error{Kind: KindEmpty, Tier: embeddingTier}
 	}
 	return vs[0], nil
 }

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/ragfuse/ragfuse/cache"
 )
 
 // ClientConfig configures an OpenAI-compatible client made by NewClient.
@@ -91,14 +89,14 @@ func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
 	return res, err
 }
 
-// MaxRetryAfter caps the wait a Retry-After asks for: a provider whose
+// maxRetryAfter caps the wait a Retry-After asks for: a provider whose
 // quota is spent for days is cooled down this long, then tried again.
-const MaxRetryAfter = 24 * time.Hour
+const maxRetryAfter = 24 * time.Hour
 
 // parseRetryAfter reads a Retry-After header given in seconds or as an
 // HTTP date; a date is taken relative to the response's Date header, so
 // no local clock is involved, or to the time of receipt when the response
-// has no readable Date (RFC 9110). A longer wait than MaxRetryAfter is cut
+// has no readable Date (RFC 9110). A longer wait than maxRetryAfter is cut
 // to it. It returns 0 when absent or unreadable.
 func parseRetryAfter(h http.Header) time.Duration {
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -109,7 +107,7 @@ func parseRetryAfter(h http.Header) time.Duration {
 		if !(secs > 0) || math.IsInf(secs, 1) { // NaN too
 			return 0
 		}
-		return time.Duration(min(secs, MaxRetryAfter.Seconds()) * float64(time.Second))
+		return time.Duration(min(secs, maxRetryAfter.Seconds()) * float64(time.Second))
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
@@ -120,7 +118,7 @@ func parseRetryAfter(h http.Header) time.Duration {
 		now = time.Now()
 	}
 	if d := at.Sub(now); d > 0 {
-		return min(d, MaxRetryAfter)
+		return min(d, maxRetryAfter)
 	}
 	return 0
 }
@@ -256,31 +254,4 @@ func kindOfStatus(status int, codes []string) Kind {
 	// 404 (unknown model), 405 and the like: a broken endpoint, not the
 	// question's fault.
 	return KindOther
-}
-
-// ClassifyEmbedding returns err, the error of an embedding call to model
-// made through a go-openai client (such as cache.OpenAIEmbedder's), as an
-// *Error of tier "embedding" with the Kinds of a chat call: timeout,
-// connection, server_error, auth, rate_limited (with retryAfter), and
-// malformed or empty for a response without the vectors asked for.
-// ctxErr is the call context's error, if any.
-func ClassifyEmbedding(model string, err, ctxErr error, retryAfter time.Duration) *Error {
-	e := classifyCall("embedding", model, err, ctxErr, retryAfter)
-	if e.Kind == KindOther {
-		switch {
-		case errors.Is(err, cache.ErrNoEmbeddings):
-			e.Kind = KindEmpty
-		case errors.Is(err, cache.ErrEmbeddingShape):
-			e.Kind = KindMalformed
-		}
-	}
-	return e
-}
-
-// WithRetryAfter returns a context for one call through a client made by
-// NewClient, and a function that reports, once the call has returned, the
-// Retry-After of its 429 response (0 if none or unreadable).
-func WithRetryAfter(ctx context.Context) (context.Context, func() time.Duration) {
-	c, note := withNote(ctx)
-	return c, func() time.Duration { return note.retryAfter }
 }

@@ -99,8 +99,8 @@ func continueMessages(msgs []openai.ChatCompletionMessage, question, partial, pr
 }
 
 // AnswerStream streams the answer of the first candidate that commits,
-// trying the candidates in order under the same guard as Answer (see
-// CandidateGuard): an open or cooling candidate is skipped, and each call's
+// trying the candidates in order under the same guard as Answer (q.Guard,
+// see CandidateGuard): an open or cooling candidate is skipped, and each call's
 // outcome is released when its stream ends. A failure before commit moves
 // on to the next candidate; a failure after commit returns the partial
 // answer (Interrupted) and an *Error of KindInterrupted wrapping the cause,
@@ -114,7 +114,7 @@ func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answe
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}
-	a, err := l.each(ctx, func(c Candidate) (Answer, *Error) {
+	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) {
 		return l.callStream(ctx, c, msgs, r)
 	})
 	if err == nil || a.Interrupted {

@@ -23,8 +23,8 @@ func heldStream(t *testing.T, url string, req StreamRequest) (Answer, error, *de
 		req.Emit = log.emit
 	}
 	g := &recordingGuard{}
-	l := NewLLM(LLMConfig{Name: "primary", Candidates: []Candidate{candidate("a", url), candidate("b", url)}, Guard: g})
-	a, err := l.AnswerStream(context.Background(), Query{Question: "how do returns work"}, req)
+	l := NewLLM(LLMConfig{Name: "primary", Candidates: []Candidate{candidate("a", url), candidate("b", url)}})
+	a, err := l.AnswerStream(context.Background(), Query{Question: "how do returns work", Guard: g}, req)
 	return a, err, log, strings.Join(g.log, " ")
 }
 

@@ -4,14 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
+	openai "github.com/sashabaranov/go-openai"
 )
 
 // deltaLog collects what a stream emits.
@@ -56,18 +57,18 @@ func streamUpstream(t *testing.T) *llmtest.Server {
 	return srv
 }
 
-func streamLLM(srv *llmtest.Server, g CandidateGuard, ids ...string) *LLM {
+func streamLLM(srv *llmtest.Server, ids ...string) *LLM {
 	var cands []Candidate
 	for _, id := range ids {
 		cands = append(cands, candidate(id, srv.URL))
 	}
-	return NewLLM(LLMConfig{Name: "primary", Candidates: cands, Guard: g})
+	return NewLLM(LLMConfig{Name: "primary", Candidates: cands})
 }
 
 // fullAnswer returns the answer model gives to question without faults.
 func fullAnswer(t *testing.T, srv *llmtest.Server, model string) string {
 	t.Helper()
-	a, err := streamLLM(srv, nil, model).Answer(context.Background(), Query{Question: "how do returns work"})
+	a, err := streamLLM(srv, model).Answer(context.Background(), Query{Question: "how do returns work"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +80,7 @@ func TestAnswerStreamOK(t *testing.T) {
 	want := fullAnswer(t, srv, "a")
 	var log deltaLog
 	g := &recordingGuard{}
-	a, err := streamLLM(srv, g, "a").AnswerStream(context.Background(), Query{Question: "how do returns work"},
+	a, err := streamLLM(srv, "a").AnswerStream(context.Background(), Query{Question: "how do returns work", Guard: g},
 		StreamRequest{Emit: log.emit, FirstTokenTimeout: time.Second, StallTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
@@ -127,7 +128,7 @@ func TestAnswerStreamFailsOverBeforeCommit(t *testing.T) {
 			var log deltaLog
 			g := &recordingGuard{}
 			tt.req.Emit = log.emit
-			a, err := streamLLM(srv, g, "a", "b").AnswerStream(context.Background(), Query{Question: "how do returns work"}, tt.req)
+			a, err := streamLLM(srv, "a", "b").AnswerStream(context.Background(), Query{Question: "how do returns work", Guard: g}, tt.req)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -166,7 +167,7 @@ func TestAnswerStreamInterruptedAfterCommit(t *testing.T) {
 			srv.SetFault("a", tt.fault)
 			var log deltaLog
 			g := &recordingGuard{}
-			a, err := streamLLM(srv, g, "a", "b").AnswerStream(context.Background(), Query{Question: "how do returns work"},
+			a, err := streamLLM(srv, "a", "b").AnswerStream(context.Background(), Query{Question: "how do returns work", Guard: g},
 				StreamRequest{Emit: log.emit, StallTimeout: 40 * time.Millisecond})
 			var te *Error
 			if !errors.As(err, &te) || te.Kind != KindInterrupted || KindOf(te.Err) != tt.cause {
@@ -194,7 +195,7 @@ func TestAnswerStreamReceiverGone(t *testing.T) {
 	gone := errors.New("client went away")
 	n := 0
 	g := &recordingGuard{}
-	a, err := streamLLM(srv, g, "a", "b").AnswerStream(context.Background(), Query{Question: "q"},
+	a, err := streamLLM(srv, "a", "b").AnswerStream(context.Background(), Query{Question: "q", Guard: g},
 		StreamRequest{Emit: func(Delta) error {
 			n++
 			if n == 2 {
@@ -215,7 +216,7 @@ func TestAnswerStreamCallerCancels(t *testing.T) {
 	srv.SetFault("a", llmtest.Fault{Mode: llmtest.ModeStall, After: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	a, err := streamLLM(srv, nil, "a", "b").AnswerStream(ctx, Query{Question: "q"},
+	a, err := streamLLM(srv, "a", "b").AnswerStream(ctx, Query{Question: "q"},
 		StreamRequest{Emit: func(Delta) error { cancel(); return nil }})
 	if KindOf(err) != KindCanceled || !a.Interrupted || srv.Stats("b").Calls != 0 {
 		t.Fatalf("err=%v answer=%+v", err, a)
@@ -259,5 +260,109 @@ func TestContinueMessages(t *testing.T) {
 	got = continueMessages(base, "q", "PART", "Keep going.")
 	if !strings.HasSuffix(got[1].Content, "Keep going.\n\nPART") {
 		t.Fatalf("no placeholder: %q", got[1].Content)
+	}
+}
+
+// TestStreamFinishedThenLost: a model that sent its whole answer and its
+// finish reason, and then lost only the usage chunk or [DONE] (a broken
+// connection, a stall), answered: the answer is whole, not interrupted,
+// not thrown away for the next candidate while held back, and not a
+// failure of the model.
+func TestStreamFinishedThenLost(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		fault llmtest.Fault
+		req   StreamRequest
+	}{
+		{"break before [DONE], sent", llmtest.Fault{Mode: llmtest.ModeBreak, After: 1000}, StreamRequest{}},
+		{"break before [DONE], held", llmtest.Fault{Mode: llmtest.ModeBreak, After: 1000}, StreamRequest{CommitAfter: 1000}},
+		{"stall before [DONE]", llmtest.Fault{Mode: llmtest.ModeStall, After: 1000}, StreamRequest{StallTimeout: 50 * time.Millisecond}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := streamUpstream(t)
+			full := fullAnswer(t, srv, "a")
+			srv.SetFault("a", tt.fault)
+			var log deltaLog
+			g := &recordingGuard{}
+			req := tt.req
+			req.Emit = log.emit
+			a, err := streamLLM(srv, "a", "b").AnswerStream(context.Background(), Query{Question: "how do returns work", Guard: g}, req)
+			if err != nil || a.Interrupted || a.Model != "a" || a.Text != full || log.text() != full {
+				t.Fatalf("model %q, interrupted %v, err %v\ntext %q\nsent %q\nwant a's whole answer %q",
+					a.Model, a.Interrupted, err, a.Text, log.text(), full)
+			}
+			if a.Usage.CompletionTokens == 0 {
+				t.Errorf("usage %+v: the chunks were not counted", a.Usage)
+			}
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			if len(g.log) != 1 || g.log[0] != "a:ok" {
+				t.Errorf("guard heard %v, want [a:ok]", g.log)
+			}
+		})
+	}
+}
+
+// pacedStream answers with n text chunks, gap apart, then [DONE]: an
+// upstream that never stalls.
+func pacedStream(n int, gap time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(s string) {
+			_, _ = fmt.Fprintf(w, "data: %s\n\n", s)
+			w.(http.Flusher).Flush()
+		}
+		for i := range n {
+			finish := "null"
+			if i == n-1 {
+				finish = `"stop"`
+			}
+			send(fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":"w%d "},"finish_reason":%s}]}`, i, finish))
+			select {
+			case <-time.After(gap):
+			case <-r.Context().Done():
+				return
+			}
+		}
+		send("[DONE]")
+	}
+}
+
+// TestAnswerStreamSlowReceiverIsNoStall: the stall timeout bounds the
+// wait for the upstream's chunks; time the receiver takes in Emit is no
+// gap of the stream, and must not interrupt it (nor count against the
+// model's breaker).
+func TestAnswerStreamSlowReceiverIsNoStall(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		req  StreamRequest
+	}{
+		{"commit at the first text", StreamRequest{}},
+		{"held by time", StreamRequest{CommitAfterDuration: 5 * time.Millisecond, CommitAfter: 1000}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv, _ := upstream(t, pacedStream(5, 10*time.Millisecond))
+			g := &recordingGuard{}
+			var log deltaLog
+			n := 0
+			req := tt.req
+			req.StallTimeout = 50 * time.Millisecond
+			req.Emit = func(d Delta) error {
+				n++
+				if n == 1 {
+					time.Sleep(150 * time.Millisecond) // a slow client
+				}
+				return log.emit(d)
+			}
+			l := NewLLM(LLMConfig{Name: "primary", Candidates: []Candidate{candidate("m", srv.URL)}})
+			a, err := l.AnswerStream(context.Background(), Query{Question: "q", Guard: g}, req)
+			const want = "w0 w1 w2 w3 w4 "
+			if err != nil || a.Interrupted || a.Text != want || log.text() != want {
+				t.Fatalf("err=%v answer=%+v emitted %q", err, a, log.text())
+			}
+			if got := g.log; len(got) != 1 || got[0] != "m:ok" {
+				t.Fatalf("guard log %q", got)
+			}
+		})
 	}
 }

@@ -30,6 +30,11 @@ type Query struct {
 	// tiers of one run. The pipeline sets it; nil means every tier does
 	// its own work.
 	Memo *Memo
+	// Guard, if set, guards each model candidate call of an LLM tier (a
+	// breaker per model, a cooldown after 429, the record of each
+	// attempt). The pipeline sets it for each tier call; nil means an LLM
+	// tier tries every candidate in order.
+	Guard CandidateGuard
 }
 
 // Usage counts tokens of a model call, when known.

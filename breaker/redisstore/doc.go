@@ -36,8 +36,7 @@
 // An announcement reaches the other instances after the worker's round
 // trip that carries it (the worker is woken at once; at worst it first
 // finishes the round trip under way, bounded by OpTimeout) and one pub/sub
-// delivery: about a millisecond on a local network (BenchmarkPropagation
-// measures a trip and a reset, each seen by another instance). Aggregated counts are late by at most
+// delivery (BenchmarkPropagation). Aggregated counts are late by at most
 // FlushInterval + OpTimeout (100ms with the defaults): an outcome is
 // counted cluster-wide at the next flush, and the instance whose flush
 // crosses the threshold trips the cluster. Counts of a period that ended
@@ -60,20 +59,18 @@
 // any local open that Redis does not hold, so that an outage's trips reach
 // the cluster.
 //
-// # Performance
+// # Measuring
 //
-// Allow plus a successful report on a CLOSED breaker, with no store, a
-// breaker.MemoryStore and this Store, in the same run (median of 6, 2 CPUs,
-// load average about 1):
+// No call of the CLOSED path touches Redis or allocates: the Store binds
+// each breaker to its name's counters (breaker.Binder), so an outcome
+// costs an interface call and an atomic add on a striped counter
+// (striped.go).
 //
 //	go test -run '^$' -bench AllowReport -benchtime=300ms -count=6 ./breaker/redisstore/
+//	go test -run '^$' -bench Propagation -count=6 ./breaker/redisstore/
 //
-//	             none     memory    redis   redis/memory  redis/none
-//	Serial      36 ns     132 ns    47 ns       0.36         1.31
-//	Parallel    64 ns     184 ns    72 ns       0.39         1.13
-//
-// None of them allocates, and none makes a Redis call. The Store binds each
-// breaker to its name's counters (breaker.Binder), so an outcome costs an
-// interface call and an atomic add on a striped counter (striped.go), against
-// the MemoryStore's mutex and window.
+// The first runs Allow plus a successful report with no store, a
+// breaker.MemoryStore and this Store, serially and in parallel; the second
+// times a trip and a reset, each seen by another instance. Both need Redis
+// (RAGFUSE_TEST_REDIS_URL); the figures are in docs/performance.md.
 package redisstore

@@ -63,100 +63,40 @@ type resyncRead struct {
 	get *redis.StringCmd
 }
 
+// cycleWork is what one cycle sends and reads.
+type cycleWork struct {
+	names   map[string]*entry
+	out     map[string]breaker.Shared // transitions to write and announce
+	flushes []*flush
+	reads   []resyncRead
+}
+
 // cycle makes one round trip to Redis, in a pipeline: write and announce
 // the pending transitions, add the counts to the current time bucket and
 // read the window back, and read the shared state of the names to resync.
 func (s *Store) cycle(parent context.Context) {
-	s.mu.Lock()
-	var out map[string]breaker.Shared
-	if len(s.outbox) > 0 {
-		out, s.outbox = s.outbox, map[string]breaker.Shared{}
-	}
-	all := s.resyncAll
-	s.resyncAll = false
-	var want map[string]bool
-	if len(s.resync) > 0 {
-		want, s.resync = s.resync, map[string]bool{}
-	}
-	s.mu.Unlock()
-
-	names := *s.names.Load()
-	var flushes []*flush
-	for _, e := range names {
-		f := &flush{e: e, failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
-		f.calls = e.calls.Swap() // last: a concurrent Record may only be undercounted
-		if f.calls > 0 {
-			flushes = append(flushes, f)
-		}
-	}
-	var reads []resyncRead
-	for name, e := range names {
-		if all || want[name] {
-			reads = append(reads, resyncRead{e: e})
-		}
-	}
-	if len(out) == 0 && len(flushes) == 0 && len(reads) == 0 {
+	w := s.takeWork()
+	if len(w.out) == 0 && len(w.flushes) == 0 && len(w.reads) == 0 {
 		return
 	}
-
 	now := s.cfg.Clock.Now()
 	ctx, cancel := context.WithTimeout(parent, s.cfg.OpTimeout)
 	defer cancel()
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for name, sh := range out {
-			msg := encode(name, sh, s.cfg.Instance)
-			p.Set(ctx, s.stateKey(name), msg, s.cfg.StateTTL)
-			p.Publish(ctx, s.channel, msg)
-			if sh.State == breaker.StateOpen {
-				// A failed probe (or a trip) starts a new open period, whose
-				// half-open period needs a new lease. After a close the lease
-				// is left to expire, so that a process that has not heard of
-				// the close yet cannot take it and probe again.
-				p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
-			}
-			if e := names[name]; e != nil {
-				idx := e.bucket(now)
-				for i := range e.buckets { // the next period starts with an empty window
-					p.Unlink(ctx, s.bucketKey(name, idx-int64(i)))
-				}
-			}
-		}
-		for _, f := range flushes {
-			idx := f.e.bucket(now)
-			k := s.bucketKey(f.e.name, idx)
-			p.HIncrBy(ctx, k, "c", f.calls)
-			if f.failures > 0 {
-				p.HIncrBy(ctx, k, "f", f.failures)
-			}
-			if f.slow > 0 {
-				p.HIncrBy(ctx, k, "s", f.slow)
-			}
-			p.PExpire(ctx, k, f.e.width*time.Duration(f.e.buckets+1))
-			for i := range f.e.buckets {
-				f.reads = append(f.reads, p.HMGet(ctx, s.bucketKey(f.e.name, idx-int64(i)), "c", "f", "s"))
-			}
-		}
-		for i := range reads {
-			reads[i].get = p.Get(ctx, s.stateKey(reads[i].e.name))
+		s.announce(ctx, p, w, now)
+		s.sendCounts(ctx, p, w.flushes, now)
+		for i := range w.reads {
+			w.reads[i].get = p.Get(ctx, s.stateKey(w.reads[i].e.name))
 		}
 		return nil
 	})
 	if err := firstErr(cmds); err != nil {
 		s.down(err)
-		s.mu.Lock()
-		for name, sh := range out { // keep what was not superseded meanwhile
-			if _, newer := s.outbox[name]; !newer {
-				s.outbox[name] = sh
-			}
-		}
-		for _, r := range reads {
-			s.resync[r.e.name] = true
-		}
-		s.mu.Unlock()
+		s.requeue(w)
 		return
 	}
 	s.up()
-	for _, f := range flushes {
+	for _, f := range w.flushes {
 		var calls, failures, slow int
 		for _, r := range f.reads {
 			v := r.Val()
@@ -168,9 +108,99 @@ func (s *Store) cycle(parent context.Context) {
 			s.tripOne(f.e)
 		}
 	}
-	for _, r := range reads {
+	for _, r := range w.reads {
 		sh, ok := decodeState(r.get)
 		s.reconcile(r.e, sh, ok)
+	}
+}
+
+// takeWork takes the pending transitions, the counts recorded since the
+// last cycle and the names to resync.
+func (s *Store) takeWork() cycleWork {
+	s.mu.Lock()
+	var w cycleWork
+	if len(s.outbox) > 0 {
+		w.out, s.outbox = s.outbox, map[string]breaker.Shared{}
+	}
+	all := s.resyncAll
+	s.resyncAll = false
+	var want map[string]bool
+	if len(s.resync) > 0 {
+		want, s.resync = s.resync, map[string]bool{}
+	}
+	s.mu.Unlock()
+
+	w.names = *s.names.Load()
+	for _, e := range w.names {
+		f := &flush{e: e, failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
+		f.calls = e.calls.Swap() // last: a concurrent Record may only be undercounted
+		if f.calls > 0 {
+			w.flushes = append(w.flushes, f)
+		}
+	}
+	for name, e := range w.names {
+		if all || want[name] {
+			w.reads = append(w.reads, resyncRead{e: e})
+		}
+	}
+	return w
+}
+
+// announce writes and publishes the transitions of w into pipeline p, and
+// empties the window of each name for its next period.
+func (s *Store) announce(ctx context.Context, p redis.Pipeliner, w cycleWork, now time.Time) {
+	for name, sh := range w.out {
+		msg := encode(name, sh, s.cfg.Instance)
+		p.Set(ctx, s.stateKey(name), msg, s.cfg.StateTTL)
+		p.Publish(ctx, s.channel, msg)
+		if sh.State == breaker.StateOpen {
+			// A failed probe (or a trip) starts a new open period, whose
+			// half-open period needs a new lease. After a close the lease
+			// is left to expire, so that a process that has not heard of
+			// the close yet cannot take it and probe again.
+			p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
+		}
+		if e := w.names[name]; e != nil {
+			idx := e.bucket(now)
+			for i := range e.buckets { // the next period starts with an empty window
+				p.Unlink(ctx, s.bucketKey(name, idx-int64(i)))
+			}
+		}
+	}
+}
+
+// sendCounts adds the counts of flushes to their current time buckets in
+// pipeline p and reads their windows back.
+func (s *Store) sendCounts(ctx context.Context, p redis.Pipeliner, flushes []*flush, now time.Time) {
+	for _, f := range flushes {
+		idx := f.e.bucket(now)
+		k := s.bucketKey(f.e.name, idx)
+		p.HIncrBy(ctx, k, "c", f.calls)
+		if f.failures > 0 {
+			p.HIncrBy(ctx, k, "f", f.failures)
+		}
+		if f.slow > 0 {
+			p.HIncrBy(ctx, k, "s", f.slow)
+		}
+		p.PExpire(ctx, k, f.e.width*time.Duration(f.e.buckets+1))
+		for i := range f.e.buckets {
+			f.reads = append(f.reads, p.HMGet(ctx, s.bucketKey(f.e.name, idx-int64(i)), "c", "f", "s"))
+		}
+	}
+}
+
+// requeue puts back what a failed cycle did not send: the transitions not
+// superseded meanwhile, and the names to resync.
+func (s *Store) requeue(w cycleWork) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, sh := range w.out {
+		if _, newer := s.outbox[name]; !newer {
+			s.outbox[name] = sh
+		}
+	}
+	for _, r := range w.reads {
+		s.resync[r.e.name] = true
 	}
 }
 

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -26,28 +26,28 @@ func newDemoUpstream() *llmtest.Server {
 // fault shows within seconds: a hung primary costs 2s per question until
 // its breaker opens after two failures, and the breaker probes again
 // after 15s.
-func demoConfig(baseURL string) pipeline.Config {
-	brk := func() *pipeline.BreakerConfig {
-		return &pipeline.BreakerConfig{FailureThreshold: 2, Window: 20, MinimumCalls: 10, FailureRate: 0.5,
+func demoConfig(baseURL string) config.Config {
+	brk := func() *config.Breaker {
+		return &config.Breaker{FailureThreshold: 2, Window: 20, MinimumCalls: 10, FailureRate: 0.5,
 			OpenDuration: 15 * time.Second, HalfOpenMaxCalls: 1}
 	}
-	return pipeline.Config{
-		Server: pipeline.ServerConfig{Addr: "127.0.0.1:8080", RequestTimeout: 6 * time.Second,
+	return config.Config{
+		Server: config.Server{Addr: "127.0.0.1:8080", RequestTimeout: 6 * time.Second,
 			MaxQuestionBytes: 4096, ShutdownGrace: 5 * time.Second, DefaultLanguage: "en"},
-		Models: map[string]pipeline.ModelConfig{
+		Models: map[string]config.Model{
 			demoPrimary:  {BaseURL: baseURL, Model: demoPrimary},
 			demoFallback: {BaseURL: baseURL, Model: demoFallback},
 		},
-		Tiers: []pipeline.TierConfig{
-			{Name: "cache", Kind: "semantic_cache", Embedder: "hash", Similarity: 0.92, TTL: 10 * time.Minute,
-				Timeout: 300 * time.Millisecond},
-			{Name: "primary", Kind: "llm", Source: "primary", Models: []string{demoPrimary}, Timeout: 2 * time.Second,
-				ContextDocs: 3, Breaker: brk()},
-			{Name: "fallback", Kind: "llm", Source: "fallback", Models: []string{demoFallback}, Timeout: 2 * time.Second,
-				ContextDocs: 3, Breaker: brk()},
-			{Name: "retrieval", Kind: "retrieval", TopK: 3},
-			{Name: "static", Kind: "static",
-				Message: "Sorry, we cannot answer right now. Please try again later or contact customer service."},
+		Tiers: []config.Tier{
+			{Name: "cache", Kind: config.KindSemanticCache, Timeout: 300 * time.Millisecond,
+				Cache: config.CacheTier{Embedder: "hash", Similarity: 0.92, TTL: 10 * time.Minute}},
+			{Name: "primary", Kind: config.KindLLM, Timeout: 2 * time.Second, Breaker: brk(),
+				LLM: config.LLMTier{Source: "primary", Models: []string{demoPrimary}, ContextDocs: 3}},
+			{Name: "fallback", Kind: config.KindLLM, Timeout: 2 * time.Second, Breaker: brk(),
+				LLM: config.LLMTier{Source: "fallback", Models: []string{demoFallback}, ContextDocs: 3}},
+			{Name: "retrieval", Kind: config.KindRetrieval, Retrieval: config.RetrievalTier{TopK: 3}},
+			{Name: "static", Kind: config.KindStatic, Static: config.StaticTier{
+				Message: "Sorry, we cannot answer right now. Please try again later or contact customer service."}},
 		},
 	}
 }

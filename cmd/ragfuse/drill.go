@@ -10,8 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/drill"
-	"github.com/ragfuse/ragfuse/pipeline"
 )
 
 // drillFlags names the flag of each drill.Options field, for its errors.
@@ -64,8 +64,8 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 		switch {
 		case *target == "":
 			return usage("--api-key-env needs --target: an in-process drill asks no server")
-		case !pipeline.EnvName(*keyEnv): // the key itself, pasted by mistake, is not repeated
-			return usage("--api-key-env " + pipeline.NotEnvName)
+		case !config.EnvName(*keyEnv): // the key itself, pasted by mistake, is not repeated
+			return usage("--api-key-env " + config.NotEnvName)
 		}
 		if opts.APIKey = strings.TrimSpace(e.getenv(*keyEnv)); opts.APIKey == "" {
 			return fmt.Errorf("--api-key-env: environment variable %s is empty or unset", *keyEnv)

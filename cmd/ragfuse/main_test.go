@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
@@ -99,7 +99,7 @@ func TestExampleConfigsLoad(t *testing.T) {
 	}
 	for _, path := range matches {
 		t.Run(filepath.Base(path), func(t *testing.T) {
-			if _, err := pipeline.LoadConfig(path); err != nil {
+			if _, err := config.Load(path); err != nil {
 				t.Fatal(err)
 			}
 		})

@@ -13,6 +13,7 @@ import (
 	"github.com/ragfuse/ragfuse"
 	"github.com/ragfuse/ragfuse/api"
 	"github.com/ragfuse/ragfuse/breaker/redisstore"
+	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/retrieval"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -45,7 +46,7 @@ func (a *app) Close() {
 // embedded demo without one.
 func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (*app, error) {
 	var (
-		cfg      pipeline.Config
+		cfg      config.Config
 		upstream *llmtest.Server
 		kb       *retrieval.KnowledgeBase
 		err      error
@@ -61,7 +62,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 			upstream.Close()
 			return nil, fmt.Errorf("embedded knowledge base: %w", err)
 		}
-	} else if cfg, err = pipeline.LoadConfig(o.config); err != nil {
+	} else if cfg, err = config.Load(o.config); err != nil {
 		return nil, err
 	}
 	if o.addr != "" {
@@ -73,17 +74,17 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 		}
 		return nil, err
 	}
-	keys, err := api.ResolveKeys(cfg.Auth, getenv)
+	keys, err := config.ResolveKeys(cfg.Auth, getenv)
 	if err != nil {
 		return fail(err)
 	}
 	reg := prometheus.NewRegistry()
 	obs := api.NewObserver(reg, logger)
-	p, err := pipeline.Build(cfg, pipeline.BuildEnv{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger})
+	p, err := config.Build(cfg, config.Env{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
-	acfg := api.Config{Pipeline: p, Server: cfg.Server, Keys: keys, Notes: cfg.Notes,
+	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
 		Logger: logger, Observer: obs, Registry: reg}
 	if upstream != nil {
 		acfg.Demo, acfg.DemoModels = upstream, demoModels
@@ -94,6 +95,26 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 		return fail(err)
 	}
 	return &app{server: srv, pipeline: p, upstream: upstream, addr: srv.Addr()}, nil
+}
+
+// serverOptions maps the configuration's server: section onto the
+// server's options.
+func serverOptions(s config.Server) api.ServerOptions {
+	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
+		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}
+}
+
+// notes maps the configuration's notes: section onto the server's.
+func notes(n config.Notes) api.Notes {
+	out := make(api.Notes, len(n))
+	for lang, bySource := range n {
+		out[lang] = make(map[string]api.NoteOverride, len(bySource))
+		for src, o := range bySource {
+			out[lang][src] = api.NoteOverride{Text: o.Note, Refresh: o.Refresh, RetryLater: o.RetryLater,
+				CustomerService: o.CustomerService}
+		}
+	}
+	return out
 }
 
 // runServe runs the HTTP server until ctx is done.

@@ -8,6 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -237,5 +240,47 @@ func TestServeCommand(t *testing.T) {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
+	}
+}
+
+// TestServeConfigReachesTheServer: the server:, auth: and notes: sections
+// of a configuration file reach the HTTP server: its address, question
+// limit and language, the keys read from the environment, and the notes.
+func TestServeConfigReachesTheServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	body := `server: {addr: "127.0.0.1:18777", max_question_bytes: 10, default_language: en}
+auth: {keys: [{key_env: TEST_RAGFUSE_KEY, tenant: acme}]}
+notes: {en: {static: {note: "Call us.", retry_later: true}}}
+tiers: [{kind: static, message: hi}]
+`
+	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	getenv := func(k string) string { return map[string]string{"TEST_RAGFUSE_KEY": "sk-test-key"}[k] }
+	a, err := assemble(serveOptions{config: path}, slog.New(slog.NewTextHandler(io.Discard, nil)), getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	if a.addr != "127.0.0.1:18777" {
+		t.Errorf("addr %q", a.addr)
+	}
+	ts := httptest.NewServer(a.server.Handler())
+	defer ts.Close()
+	c := &client{t: t, url: ts.URL}
+	if code, _ := c.call(http.MethodPost, "/v1/ask", `{"question":"hi?"}`); code != http.StatusUnauthorized {
+		t.Errorf("without a key: %d, want 401", code)
+	}
+	auth := []string{"Authorization", "Bearer sk-test-key"}
+	if code, b := c.call(http.MethodPost, "/v1/ask", `{"question":"0123456789A"}`, auth...); code != http.StatusRequestEntityTooLarge {
+		t.Errorf("an 11-byte question: %d %s, want 413", code, b)
+	}
+	code, b := c.call(http.MethodPost, "/v1/ask", `{"question":"hi?"}`, auth...)
+	var res api.AskResponse
+	if err := json.Unmarshal(b, &res); code != http.StatusOK || err != nil {
+		t.Fatalf("ask: %d %s", code, b)
+	}
+	if res.Note != "Call us." || !res.Actions.RetryLater || !res.Actions.CustomerService {
+		t.Errorf("note %q, actions %+v; want the configured en note and retry_later", res.Note, res.Actions)
 	}
 }

@@ -37,4 +37,11 @@
 // mounted Server releases its handlers but does not stop the enclosing
 // http.Server; call it before that server's Shutdown, which would
 // otherwise wait for hung handlers.
+//
+// # Measuring
+//
+//	go test -run '^$' -bench . -benchmem ./tiers/llmtest/
+//
+// times a plain chat completion, a streamed one and an embedding through
+// the handler: the server's share of the pipeline's upstream benchmarks.
 package llmtest

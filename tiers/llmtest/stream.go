@@ -39,31 +39,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f Fault, c compl
 
 	at := min(f.After, len(c.pieces)) // where break, stall and malformed act
 	for i := 0; i <= len(c.pieces); i++ {
-		pause := time.Duration(-1) // -1: no pause; 0 with stall: forever
-		if i > 0 && s.opts.ChunkDelay > 0 {
-			pause = s.opts.ChunkDelay
-		}
-		switch f.Mode {
-		case ModeStall:
-			if i >= at {
-				pause = f.Delay
-			}
-		case ModeBreak:
-			if i == at {
-				s.holdBreak(r.Context())
-				abort(w, false)
-				return
-			}
-		case ModeMalformed:
-			if i == at {
-				if writeEvent(w, rc, []byte(`{"id": "`+c.id+`", "choices": [{"delta": {"content": oops`)) {
-					writeEvent(w, rc, []byte("[DONE]"))
-				}
-				return
-			}
-		}
-		if pause >= 0 && !s.wait(r.Context(), pause) {
-			abort(w, false)
+		if !s.beforeChunk(w, rc, r, f, c, i, at) {
 			return
 		}
 		if i == len(c.pieces) {
@@ -92,6 +68,41 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, f Fault, c compl
 		}
 	}
 	writeEvent(w, rc, []byte("[DONE]"))
+}
+
+// beforeChunk applies the fault f of stream c before its chunk i (i is
+// len(c.pieces) before the usage chunk and [DONE]); at is where break,
+// stall and malformed act. It pauses as the fault or Config.ChunkDelay
+// says, and reports false when the stream ends there.
+func (s *Server) beforeChunk(w http.ResponseWriter, rc *http.ResponseController, r *http.Request, f Fault, c completion, i, at int) bool {
+	pause := time.Duration(-1) // -1: no pause; 0 with stall: forever
+	if i > 0 && s.opts.ChunkDelay > 0 {
+		pause = s.opts.ChunkDelay
+	}
+	switch f.Mode {
+	case ModeStall:
+		if i >= at {
+			pause = f.Delay
+		}
+	case ModeBreak:
+		if i == at {
+			s.holdBreak(r.Context())
+			abort(w, false)
+			return false
+		}
+	case ModeMalformed:
+		if i == at {
+			if writeEvent(w, rc, []byte(`{"id": "`+c.id+`", "choices": [{"delta": {"content": oops`)) {
+				writeEvent(w, rc, []byte("[DONE]"))
+			}
+			return false
+		}
+	}
+	if pause >= 0 && !s.wait(r.Context(), pause) {
+		abort(w, false)
+		return false
+	}
+	return true
 }
 
 // writeEvent writes one SSE data line and flushes it. It returns false

@@ -1,0 +1,258 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/cache"
+	"github.com/ragfuse/ragfuse/clock"
+	"github.com/ragfuse/ragfuse/pipeline"
+	"github.com/ragfuse/ragfuse/retrieval"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// Env is what Build takes from its surroundings rather than from the
+// configuration file. Zero fields take the defaults written beside them.
+type Env struct {
+	// Getenv reads the environment variables named by api_key_env; nil
+	// means os.Getenv.
+	Getenv func(string) string
+	// Clock tells the time of breakers, cooldowns, rate limits and caches;
+	// nil means the system clock.
+	Clock clock.Clock
+	// Observer receives the pipeline's events; nil drops them.
+	Observer pipeline.Observer
+	// HTTPClient sends the model calls; nil means a new http.Client. Its
+	// Timeout should be zero: calls are bounded by context.
+	HTTPClient *http.Client
+	// KnowledgeBase is used as it is; nil means opening
+	// knowledge_base.path.
+	KnowledgeBase *retrieval.KnowledgeBase
+	// BreakerStore shares breaker state between instances; nil keeps it in
+	// this process, unless redis.url is set: Build then opens a
+	// redisstore.Store and its shared rate limiter, closed by the
+	// pipeline's Close.
+	BreakerStore breaker.Store
+	// StoreKind names BreakerStore for Status; default "redis" with a
+	// store, "memory" without.
+	StoreKind string
+	// Logger receives the shared store's reports (Redis lost, Redis back);
+	// nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Build returns a ready pipeline for cfg: it fills defaults, validates cfg
+// and the environment, opens the knowledge base (and, with redis.url, the
+// shared store), makes one go-openai client per model (API keys read only
+// from the variables named), and builds the tiers with their guards. The
+// pipeline's Close closes what Build opened.
+func Build(cfg Config, env Env) (*pipeline.Pipeline, error) {
+	opts, err := options(cfg, env)
+	if err != nil {
+		return nil, err
+	}
+	p, err := pipeline.New(opts)
+	if err != nil {
+		closeAll(opts.Closers)
+		return nil, err
+	}
+	return p, nil
+}
+
+// options checks cfg and assembles what Build passes to pipeline.New. On
+// an error, nothing it opened stays open.
+func options(cfg Config, env Env) (pipeline.Options, error) {
+	cfg.Defaults()
+	if err := errors.Join(cfg.Validate(), cfg.CheckEnv(env.Getenv)); err != nil {
+		return pipeline.Options{}, err
+	}
+	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
+	if cfg.Redis.URL != "" && env.BreakerStore == nil {
+		if err := b.openShared(); err != nil {
+			return pipeline.Options{}, err
+		}
+	}
+	opts, err := b.options()
+	if err != nil {
+		closeAll(b.closers)
+		return pipeline.Options{}, err
+	}
+	return opts, nil
+}
+
+// builder holds what the tiers of one Build share.
+type builder struct {
+	cfg     Config
+	env     Env
+	kb      *retrieval.KnowledgeBase
+	ret     retrieval.Retriever        // the knowledge base, hybrid when an embedder is configured
+	emb     cache.Embedder             // the embedder shared by the caches and the retriever
+	embID   string                     // the models: id behind emb; "" for the hash embedder
+	cache   *cache.Cache               // shared by the cache tiers
+	models  map[string]tiers.Candidate // by models: key
+	limiter pipeline.Limiter           // the shared rate limiter; nil: local limits only
+	closers []io.Closer
+}
+
+func (b *builder) options() (pipeline.Options, error) {
+	if err := b.knowledgeBase(); err != nil {
+		return pipeline.Options{}, err
+	}
+	getenv := orGetenv(b.env.Getenv)
+	hc := b.env.HTTPClient
+	if hc == nil {
+		hc = &http.Client{}
+	}
+	for id, m := range b.cfg.Models {
+		client := tiers.NewClient(tiers.ClientConfig{BaseURL: m.BaseURL, APIKey: getenv(m.APIKeyEnv), HTTPClient: hc})
+		b.models[id] = tiers.Candidate{ID: id, Model: m.Model, Client: client, MaxTokens: m.MaxTokens, Cooldown: m.Cooldown}
+	}
+	b.embedder()
+	stages := make([]pipeline.Stage, 0, len(b.cfg.Tiers))
+	for i, tc := range b.cfg.Tiers {
+		t, err := b.tier(i, tc)
+		if err != nil {
+			return pipeline.Options{}, err
+		}
+		stages = append(stages, stage(t, tc, b.env.BreakerStore))
+	}
+	storeKind := b.env.StoreKind
+	if storeKind == "" && b.env.BreakerStore != nil {
+		storeKind = "redis"
+	}
+	opts := pipeline.Options{
+		Tiers:            stages,
+		RequestTimeout:   b.cfg.Server.RequestTimeout,
+		Clock:            b.env.Clock,
+		Observer:         b.env.Observer,
+		RateLimit:        rateLimit(b.cfg.RateLimit),
+		Embedder:         b.emb,
+		EmbedderModel:    b.embID,
+		EmbedderCooldown: b.models[b.embID].Cooldown,
+		StoreKind:        storeKind,
+		Store:            b.env.BreakerStore,
+		Limiter:          b.limiter,
+		Closers:          b.closers,
+	}
+	if b.kb != nil {
+		opts.KnowledgeBase = b.kb
+	}
+	return opts, nil
+}
+
+func (b *builder) knowledgeBase() error {
+	b.kb = b.env.KnowledgeBase
+	if b.kb == nil && b.cfg.KnowledgeBase.Path != "" {
+		kb, err := retrieval.Open(b.cfg.KnowledgeBase.Path)
+		if err != nil {
+			return &FieldError{Path: "knowledge_base.path", Msg: err.Error()}
+		}
+		b.kb = kb
+	}
+	if b.kb != nil {
+		b.ret = b.kb
+	}
+	for i, t := range b.cfg.Tiers {
+		if t.Kind == KindRetrieval && b.kb == nil {
+			return &FieldError{Path: "knowledge_base.path", Msg: fmt.Sprintf("is required by tiers[%d] (%s)", i, t.Name)}
+		}
+	}
+	return nil
+}
+
+// embedder makes the embedder of the first cache tier; the retriever
+// blends it with the lexical index so a question is embedded once.
+func (b *builder) embedder() {
+	for _, t := range b.cfg.Tiers {
+		if t.Kind != KindSemanticCache && t.Kind != KindStaleCache {
+			continue
+		}
+		if t.Cache.Embedder == hashEmbedder {
+			b.emb = cache.NewHashEmbedder(cache.DefaultHashDim)
+		} else {
+			m := b.models[t.Cache.Embedder]
+			b.emb = cache.NewOpenAIEmbedder(cache.OpenAIEmbedderConfig{Client: m.Client, Model: m.Model})
+			b.embID = t.Cache.Embedder
+		}
+		break
+	}
+	if b.emb != nil && b.kb != nil {
+		hc := retrieval.HybridConfig{Lexical: b.kb, Embedder: b.emb}
+		if b.embID == "" {
+			hc.MinSimilarity = hashMinSimilarity
+		}
+		b.ret = retrieval.NewHybrid(hc)
+	}
+}
+
+// hashMinSimilarity is the similarity a document needs to enter a
+// question's results through the hash embedder alone. Hash vectors weigh
+// words, so a document that shares no word with the question comes near
+// it only through bucket collisions ("hello" near three invoice articles
+// at 0.55): with the hash embedder, vectors re-rank what the keyword
+// index finds, and only a near-duplicate enters on its own.
+const hashMinSimilarity = 0.99
+
+// tier builds tiers[i].
+func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
+	switch tc.Kind {
+	case KindLLM:
+		var cands []tiers.Candidate
+		for _, id := range tc.LLM.Models {
+			cands = append(cands, b.models[id])
+		}
+		var ret retrieval.Retriever
+		if b.ret != nil && tc.LLM.ContextDocs > 0 {
+			ret = b.ret
+		}
+		return tiers.NewLLM(tiers.LLMConfig{Name: tc.Name, Source: tiers.Source(tc.LLM.Source), Candidates: cands,
+			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt}), nil
+	case KindRetrieval:
+		return tiers.NewRetrieval(tiers.RetrievalConfig{Name: tc.Name, Retriever: b.ret, TopK: tc.Retrieval.TopK}), nil
+	case KindStatic:
+		return tiers.NewStatic(tc.Name, tc.Static.Message), nil
+	case KindSemanticCache, KindStaleCache:
+		return b.cacheTier(tc), nil
+	}
+	return nil, &FieldError{Path: fmt.Sprintf("tiers[%d].kind", i), Msg: fmt.Sprintf("unknown kind %q", tc.Kind)}
+}
+
+// cacheTier builds a semantic_cache or stale_cache tier. All cache tiers
+// share one cache, configured by the first of them: a stale_cache serves
+// what the semantic cache stored.
+func (b *builder) cacheTier(tc Tier) tiers.Tier {
+	if b.cache == nil {
+		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries}
+		for _, t := range b.cfg.Tiers {
+			if t.Kind == KindStaleCache {
+				cc.Grace = max(cc.Grace, t.Cache.Grace)
+			}
+		}
+		if b.env.Clock != nil {
+			cc.Clock = b.env.Clock
+		}
+		b.cache = cache.New(cc)
+	}
+	var version func() uint64
+	if b.kb != nil {
+		version = b.kb.Version
+	}
+	cc := tiers.CacheConfig{Name: tc.Name, Stale: tc.Kind == KindStaleCache, Cache: b.cache, Embedder: b.emb, KBVersion: version}
+	if !cc.Stale {
+		cc.StoreFrom = make([]tiers.Source, 0, len(tc.Cache.StoreFrom)) // not nil: store_from: [] stores nothing
+		for _, s := range tc.Cache.StoreFrom {
+			cc.StoreFrom = append(cc.StoreFrom, tiers.Source(s))
+		}
+	}
+	return tiers.NewCache(cc)
+}
+
+func closeAll(cs []io.Closer) {
+	for _, c := range cs {
+		_ = c.Close()
+	}
+}

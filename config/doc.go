@@ -1,0 +1,60 @@
+// Package config reads ragfuse's YAML configuration and assembles a
+// running pipeline from it.
+//
+// # Reading
+//
+// Load reads a file and Parse a document: both fill the defaults
+// (Config.Defaults) and validate (Config.Validate). Every error names the
+// field's path and all are reported at once, joined, as *FieldError:
+//
+//	servr: unknown field
+//	tiers[2].timeout: must be > 0
+//	tiers[1].models[0]: unknown model "qwen-max"
+//	tiers[2].top_k: not a field of an llm tier
+//
+// A duration needs its unit (5s, not 5); YAML anchors and merge keys
+// (<<: *anchor) are followed. A value quoted in an error has the user
+// information of a URL replaced by ***, and a key pasted where the name of
+// its environment variable belongs is refused without being repeated.
+// DecodeYAML applies the same checks to a document that embeds a
+// configuration (a drill scenario), with paths below a prefix.
+//
+// # Tiers
+//
+// A tier is one flat YAML mapping ({name: cache, kind: semantic_cache,
+// similarity: 0.92}); in Go its settings are the struct of its kind
+// (Tier.LLM, Tier.Cache, Tier.Retrieval, Tier.Static) beside the fields
+// every kind has (name, kind, timeout, reserve, breaker, bulkhead). A
+// field of another kind is an error, in YAML and in a Config built in Go.
+// The `kind` tag on a field of Tier says which kinds it belongs to.
+//
+// # Secrets
+//
+// The file holds only the names of environment variables. CheckEnv
+// reports api_key_env variables that are unset; ResolveKeys reads
+// auth.keys into the key -> tenant map the HTTP server takes. Values never
+// appear in an error.
+//
+// # Building
+//
+// Build turns a Config into a *pipeline.Pipeline through pipeline.New: it
+// opens the knowledge base (or takes Env.KnowledgeBase), makes one
+// go-openai client per model, one cache and embedder shared by the cache
+// tiers (blended into a hybrid retriever so a question is embedded once),
+// and the stages with their breakers and bulkheads. With redis.url it
+// opens a breaker/redisstore Store under redis.prefix, whose breakers and
+// rate limits every instance shares; the pipeline's Close closes it. An
+// unreachable Redis does not fail Build: the pipeline runs on local state
+// until Redis answers. Build takes its Config by value and never writes
+// the caller's maps or slices, so one Config may build many pipelines at
+// once. Env carries what is not in the file: the clock, the observer, the
+// HTTP client, the environment.
+//
+// The server: section other than request_timeout and the notes: section
+// are the HTTP server's (package api); cmd/ragfuse passes them on.
+//
+// # Tests
+//
+//	go test -race ./config/
+//	RAGFUSE_REQUIRE_REDIS=1 go test -race -run Shared ./config/   # Redis on RAGFUSE_TEST_REDIS_URL
+package config

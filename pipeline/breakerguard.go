@@ -1,0 +1,35 @@
+package pipeline
+
+import (
+	"context"
+
+	"github.com/ragfuse/ragfuse/breaker"
+	"github.com/ragfuse/ragfuse/tiers"
+)
+
+// breakerGuard skips the stage (breaker_open) while its breaker
+// "tier/<name>" refuses calls, except for a static tier, the answer of
+// last resort, which is called even then. The breaker hears the call's
+// classified outcome and its time (outcomeOf); a call a guard inside it
+// skipped is ignored.
+type breakerGuard struct {
+	b          *breaker.Breaker
+	lastResort bool
+	next       bulkheadGuard
+}
+
+func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+	permit, err := g.b.Allow()
+	if err != nil && !g.lastResort {
+		return c.skip(outcomeBreakerOpen)
+	}
+	// A static tier whose breaker is open gets the zero Permit, whose
+	// reports are no-ops.
+	a, err := g.next.call(ctx, c)
+	if err == errSkipped {
+		permit.Done(breaker.Ignored)
+	} else {
+		permit.Report(outcomeOf(c.kind), c.elapsed)
+	}
+	return a, err
+}
