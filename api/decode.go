@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -181,9 +180,11 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	if err := decodeStrict(body, &req, true); err != nil {
 		return AskRequest{}, err
 	}
-	if err := checkQuestion(req.Question, l); err != nil {
+	q, err := checkQuestion(req.Question, l)
+	if err != nil {
 		return AskRequest{}, err
 	}
+	req.Question = q
 	if req.TenantID != "" && !validTenant(req.TenantID) {
 		return AskRequest{}, newError(http.StatusBadRequest, CodeInvalidTenant, "tenant_id must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
@@ -193,34 +194,25 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	return req, nil
 }
 
-// checkQuestion validates a question: present, not blank, at most
-// l.maxQuestion bytes and valid UTF-8. (encoding/json turns invalid
-// bytes and lone surrogate escapes into U+FFFD, so callers check the raw
-// body as well.)
-func checkQuestion(q string, l limits) error {
-	if blank(q) {
-		return newError(http.StatusBadRequest, CodeEmptyQuestion, "question is required")
+// checkQuestion validates a question and returns it without its control
+// characters (cleanText): it must have something to read, be at most
+// l.maxQuestion bytes as sent and valid UTF-8. (encoding/json turns
+// invalid bytes and lone surrogate escapes into U+FFFD, so callers check
+// the raw body as well.)
+func checkQuestion(q string, l limits) (string, error) {
+	clean, readable := cleanText(q)
+	if !readable {
+		return "", newError(http.StatusBadRequest, CodeEmptyQuestion,
+			"question is required, and must hold more than white space, control and format characters")
 	}
 	if len(q) > l.maxQuestion {
-		return newError(http.StatusRequestEntityTooLarge, CodeQuestionTooLong,
+		return "", newError(http.StatusRequestEntityTooLarge, CodeQuestionTooLong,
 			"the question is longer than the limit of "+strconv.Itoa(l.maxQuestion)+" bytes")
 	}
 	if !utf8.ValidString(q) {
-		return newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
+		return "", newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
 	}
-	return nil
-}
-
-// blank reports whether q has nothing to read: only white space and
-// invisible format characters (unicode.Cf: zero-width spaces and joiners,
-// the byte order mark, soft hyphens…).
-func blank(q string) bool {
-	for _, r := range q {
-		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
-			return false
-		}
-	}
-	return true
+	return clean, nil
 }
 
 func checkSession(s string) error {

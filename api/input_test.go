@@ -112,6 +112,26 @@ func TestInvisibleQuestionIsEmpty(t *testing.T) {
 	}
 }
 
+// TestControlCharacterQuestionIsEmpty guards the model's time: a question
+// of nothing but control characters (and white space, format characters
+// and U+FFFD) is 400 empty_question on every route with no model call, and
+// control characters inside a question are removed before it goes on.
+func TestControlCharacterQuestionIsEmpty(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, q := range []string{`\u0000`, `\u0007\u007f`, `\u0085`, `\ufffd`, `\u001b \u200b\u0000\u009b`} {
+		refused(t, h, "/v1/ask", `{"question":"`+q+`"}`, CodeEmptyQuestion)
+		refused(t, h, "/v1/ask/stream", `{"question":"`+q+`"}`, CodeEmptyQuestion)
+		refused(t, h, "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+q+`"}]}`, CodeEmptyQuestion)
+	}
+	if n := h.upstreamCalls(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+	req, err := decodeAsk([]byte(`{"question":"How do I\u0000 return\u0007 an\u0085item?\r\n\tThanks\u001b[31m"}`), h.srv.lim)
+	if want := "How do I return an item?\r\n\tThanks[31m"; err != nil || req.Question != want {
+		t.Fatalf("question %q, %v; want %q", req.Question, err, want)
+	}
+}
+
 // TestServerOptionsDefaults: a server given no options (or negative ones)
 // listens on 127.0.0.1:8080, takes questions up to 4096 bytes and bodies
 // up to 64 KiB, and writes its notes in zh, as README documents for

@@ -123,7 +123,8 @@ func decodeChat(body []byte, l limits) (chatRequest, string, error) {
 		question = t
 		break
 	}
-	if err := checkQuestion(question, l); err != nil {
+	question, err := checkQuestion(question, l)
+	if err != nil {
 		return chatRequest{}, "", err
 	}
 	if err := checkSession(req.User); err != nil {
