@@ -71,8 +71,8 @@ func options(cfg Config, env Env) (pipeline.Options, error) {
 		return pipeline.Options{}, err
 	}
 	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
-	if cfg.Redis.URL != "" && env.BreakerStore == nil {
-		if err := b.openShared(); err != nil {
+	if url := redisURL(cfg.Redis, env.Getenv); url != "" && env.BreakerStore == nil {
+		if err := b.openShared(url); err != nil {
 			return pipeline.Options{}, err
 		}
 	}
@@ -226,7 +226,8 @@ func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 // what the semantic cache stored.
 func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	if b.cache == nil {
-		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries}
+		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries,
+			MaxTenants: tc.Cache.MaxTenants}
 		for _, t := range b.cfg.Tiers {
 			if t.Kind == KindStaleCache {
 				cc.Grace = max(cc.Grace, t.Cache.Grace)
