@@ -2,11 +2,13 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -30,23 +32,53 @@ type limits struct {
 const maxSessionBytes = 128
 
 // readJSONBody checks the content type and reads at most l.maxBody bytes
-// of a valid UTF-8 body.
+// of a valid UTF-8 body. A gzip body (Content-Encoding: gzip) is decoded,
+// and its l.maxBody bound holds before and after decoding; any other
+// encoding but identity is 415. A body still arriving when the server's
+// read timeout passes is 408, and its connection is closed.
 func readJSONBody(r *http.Request, l limits) ([]byte, error) {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, int64(l.maxBody)))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body too large")
+	var body io.Reader = http.MaxBytesReader(nil, r.Body, int64(l.maxBody))
+	gzipped := false
+	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, bodyError(err, true)
 		}
-		return nil, newError(http.StatusBadRequest, CodeBadJSON, "could not read the request body")
+		defer zr.Close()
+		body, gzipped = http.MaxBytesReader(nil, zr, int64(l.maxBody)), true
+	default:
+		return nil, newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			"Content-Encoding must be gzip or identity")
 	}
-	if !utf8.Valid(body) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, bodyError(err, gzipped)
+	}
+	if !utf8.Valid(b) {
 		return nil, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
 	}
-	return body, nil
+	return b, nil
+}
+
+// bodyError maps an error reading a body (decoded from gzip if gzipped)
+// to the API error.
+func bodyError(err error, gzipped bool) *Error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &Error{Status: http.StatusRequestTimeout, Code: CodeTimeoutReading,
+			Message: "the request body did not arrive within the server's read timeout", Close: true}
+	case errors.As(err, &mbe):
+		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body too large")
+	case gzipped:
+		return newError(http.StatusBadRequest, CodeBadRequest, "the body is not valid gzip")
+	}
+	return newError(http.StatusBadRequest, CodeBadJSON, "could not read the request body")
 }
 
 // checkJSONContentType accepts application/json with an optional charset

@@ -138,8 +138,10 @@ func TestControlCharacterQuestionIsEmpty(t *testing.T) {
 // server: fields left out of the configuration file.
 func TestServerOptionsDefaults(t *testing.T) {
 	want := ServerOptions{Addr: "127.0.0.1:8080", MaxQuestionBytes: 4096, MaxBodyBytes: 64 << 10,
-		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh"}
-	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1}).withDefaults(); got != want {
+		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh", ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+		MaxConnections: 10000}
+	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1, ReadTimeout: -1,
+		IdleTimeout: -1, MaxConnections: -1}).withDefaults(); got != want {
 		t.Fatalf("negative options became %+v, want %+v", got, want)
 	}
 	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{{Tier: tiers.NewStatic("static", "sorry")}}}, Config{})

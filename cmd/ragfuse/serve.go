@@ -78,13 +78,17 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	if err != nil {
 		return fail(err)
 	}
+	adminKeys, err := config.ResolveAdminKeys(cfg.Auth, getenv)
+	if err != nil {
+		return fail(err)
+	}
 	reg := prometheus.NewRegistry()
 	obs := api.NewObserver(reg, logger)
 	p, err := config.Build(cfg, config.Env{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger})
 	if err != nil {
 		return fail(err)
 	}
-	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
+	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, AdminKeys: adminKeys, Notes: notes(cfg.Notes),
 		Logger: logger, Observer: obs, Registry: reg}
 	if upstream != nil {
 		acfg.Demo, acfg.DemoModels = upstream, demoModels
@@ -101,7 +105,8 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 // server's options.
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
-		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage}
+		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
+		ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections}
 }
 
 // notes maps the configuration's notes: section onto the server's.
