@@ -127,6 +127,7 @@ func (b *builder) options() (pipeline.Options, error) {
 	opts := pipeline.Options{
 		Tiers:            stages,
 		RequestTimeout:   b.cfg.Server.RequestTimeout,
+		RetrievalTimeout: b.cfg.KnowledgeBase.Timeout,
 		Clock:            b.env.Clock,
 		Observer:         b.env.Observer,
 		RateLimit:        rateLimit(b.cfg.RateLimit),

@@ -33,6 +33,11 @@
 // caller's shorter deadline; no call outlives it. Documents are retrieved
 // and the question embedded once per question (tiers.Memo); the model of
 // Options.EmbedderModel has its breaker and cooldown like a chat model.
+// The retrieval has its own time limit (Options.RetrievalTimeout): a tier
+// whose time runs out while it waits for the documents calls no model and
+// ends as retrieving, which its breaker ignores, and the retrieval goes on
+// for the next tier; no breaker but the retrieval tier's counts the time
+// a tier waited for documents.
 //
 // # Classification
 //
@@ -43,7 +48,8 @@
 //	429                                             ignored   the model cools down for Retry-After
 //	                                                          (at most 24h) or its cooldown
 //	400 (context length, content filter, other),    ignored   next tier
-//	cache miss, no documents, every candidate skipped
+//	cache miss, no documents, every candidate skipped,
+//	the time ran out waiting for documents (retrieving)
 //	caller gone (its context ended or its deadline  ignored   stop: ctx.Err()
 //	passed), a receiver's error in Stream
 //

@@ -30,8 +30,9 @@ var (
 
 // Defaults of Options.
 const (
-	defaultRequestTimeout = 12 * time.Second
-	defaultCooldown       = 10 * time.Second
+	defaultRequestTimeout   = 12 * time.Second
+	defaultCooldown         = 10 * time.Second
+	defaultRetrievalTimeout = time.Second
 )
 
 // Stage is one tier of a pipeline with the settings of its guards.
@@ -96,6 +97,12 @@ type Options struct {
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
 	EmbedderCooldown time.Duration
+	// RetrievalTimeout is the time limit of a question's retrieval, apart
+	// from the time limit of the tier that asks for the documents first
+	// (tiers.Memo.RetrievalTimeout); default: the Timeout of the first
+	// retrieval stage, or 1s; negative: the asking tier's time limit
+	// bounds the retrieval.
+	RetrievalTimeout time.Duration
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase, and its version when a question starts is the
 	// one the question's Memo carries (tiers.Memo.KBVersion): an answer
@@ -132,6 +139,7 @@ type Pipeline struct {
 	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
 	embedGuard  *breaker.Breaker // embedModel's breaker; nil: the embedder needs no guard
 	memoK       int
+	retrieveFor time.Duration // Options.RetrievalTimeout, defaults filled in
 	kb          KnowledgeBase
 	cooldown    time.Duration
 	cool        cooldowns
@@ -217,12 +225,30 @@ func New(opts Options) (*Pipeline, error) {
 		names[name] = true
 		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
 	}
+	p.retrieveFor = retrievalTimeout(opts)
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		p.stages[i].after = after
 		after += p.reserve(p.stages[i])
 	}
 	return p, nil
+}
+
+// retrievalTimeout returns opts.RetrievalTimeout with its default filled
+// in, 0 for none.
+func retrievalTimeout(opts Options) time.Duration {
+	switch {
+	case opts.RetrievalTimeout < 0:
+		return 0
+	case opts.RetrievalTimeout > 0:
+		return opts.RetrievalTimeout
+	}
+	for _, st := range opts.Tiers {
+		if st.Tier.Source() == tiers.SourceRetrieval && st.Timeout > 0 {
+			return st.Timeout
+		}
+	}
+	return defaultRetrievalTimeout
 }
 
 // newStage readies st, the last stage if last: its breakers, its bulkhead

@@ -2,7 +2,10 @@ package tiers
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/retrieval"
@@ -20,15 +23,23 @@ type Memo struct {
 	// Embedder, if set, embeds the question once for the semantic cache and
 	// for a retriever that implements retrieval.VectorRetriever.
 	Embedder cache.Embedder
+	// RetrievalTimeout, if > 0, is the retrieval's own time limit: it
+	// runs apart from the tier that asks first, which stops waiting when
+	// its own time runs out, and goes on for the tiers after it (see Docs).
+	// 0: the asking tier's context bounds the retrieval.
+	RetrievalTimeout time.Duration
 
 	embOnce sync.Once
 	vec     []float32
 	embErr  error
 
-	docsMu   sync.Mutex // held while retrieving, like a sync.Once
-	docsDone bool       // the retriever was asked
-	docs     []retrieval.Doc
-	docsErr  error
+	docsMu sync.Mutex // guards the three fields below
+	// docsReady is closed once docs and docsErr are set; nil until a
+	// retrieval starts, and again after one cut short with its asker.
+	docsReady chan struct{}
+	docs      []retrieval.Doc
+	docsErr   error
+	waited    atomic.Int64 // nanoseconds the tiers spent in Docs
 
 	kbOnce sync.Once
 	kb     uint64
@@ -63,43 +74,126 @@ func (m *Memo) Embedding(ctx context.Context, e cache.Embedder, question string)
 }
 
 // Docs returns the k documents most relevant to question from r, retrieving
-// max(k, m.K) on first use. With a nil m it always calls r. If ctx ends
-// before r is asked (the embedding took the caller's time), nothing is
-// remembered and a later call retrieves.
+// max(k, m.K) on first use; later and concurrent calls wait for that
+// retrieval. With a nil m it always calls r. A retrieval that fails is
+// remembered, except one cut short because the context of its asker ended
+// (without RetrievalTimeout), or not even started because the embedding
+// took the asker's time: a later call then retrieves again. When ctx ends
+// first, Docs returns ctx.Err() at once; with RetrievalTimeout the
+// retrieval goes on for the next call.
 func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string, k int) ([]retrieval.Doc, error) {
+	return m.documents(ctx, r, question, k, true)
+}
+
+// documents implements Docs; without detach (the retrieval tier, whose
+// own time limit is the one that matters to it) a retrieval it starts
+// runs under ctx whatever its deadline.
+func (m *Memo) documents(ctx context.Context, r retrieval.Retriever, question string, k int, detach bool) ([]retrieval.Doc, error) {
 	if m == nil {
 		return r.Retrieve(ctx, question, k)
 	}
+	start := time.Now()
+	defer func() { m.waited.Add(int64(time.Since(start))) }()
+	for {
+		ready := m.startDocs(ctx, r, question, k, detach)
+		select {
+		case <-ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		m.docsMu.Lock()
+		forgotten := m.docsReady != ready
+		docs, err := m.docs, m.docsErr
+		m.docsMu.Unlock()
+		switch {
+		case forgotten: // cut short with its asker: retrieve for this call
+		case err != nil:
+			return nil, err
+		default:
+			return docs[:min(len(docs), k)], nil // without a Memo, the retriever's word
+		}
+	}
+}
+
+// Waited returns the time the tiers of the question spent in Docs,
+// waiting for its documents; 0 with a nil m.
+func (m *Memo) Waited() time.Duration {
+	if m == nil {
+		return 0
+	}
+	return time.Duration(m.waited.Load())
+}
+
+// startDocs returns the channel closed when the question's retrieval is
+// done, starting one (of max(k, m.K) documents) if none is under way or
+// done. The retrieval runs before startDocs returns, under ctx and
+// RetrievalTimeout, unless detach is set and ctx may end before that
+// limit: then it runs in a goroutine of its own, under the limit alone.
+func (m *Memo) startDocs(ctx context.Context, r retrieval.Retriever, question string, k int, detach bool) chan struct{} {
 	m.docsMu.Lock()
-	defer m.docsMu.Unlock()
-	if !m.docsDone {
-		n := max(k, m.K)
-		vr, byVector := r.(retrieval.VectorRetriever)
-		byVector = byVector && m.Embedder != nil
-		var vec []float32
-		if byVector {
-			var err error
-			if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
-				vec = retrieval.NoVector // rank lexically; do not embed again
-			}
-		}
-		if err := ctx.Err(); err != nil {
-			return nil, err // the retriever was not asked: not a failed retrieval
-		}
-		if byVector {
-			m.docs, m.docsErr = vr.RetrieveVector(ctx, question, vec, n)
-		} else {
-			m.docs, m.docsErr = r.Retrieve(ctx, question, n)
-		}
-		m.docsDone = true
+	if ready := m.docsReady; ready != nil {
+		m.docsMu.Unlock()
+		return ready
 	}
-	if m.docsErr != nil {
-		return nil, m.docsErr
+	ready := make(chan struct{})
+	m.docsReady = ready
+	m.docsMu.Unlock()
+	n := max(k, m.K)
+	limit := m.RetrievalTimeout
+	if d, ok := ctx.Deadline(); !detach || limit <= 0 || !ok || !d.Before(time.Now().Add(limit)) {
+		rctx, cancel := ctx, context.CancelFunc(func() {})
+		if limit > 0 {
+			rctx, cancel = context.WithTimeout(ctx, limit)
+		}
+		docs, err := m.retrieve(rctx, r, question, n)
+		cancel()
+		m.finishDocs(ready, docs, err, err != nil && ctx.Err() != nil)
+		return ready
 	}
-	if len(m.docs) > k {
-		return m.docs[:k], nil
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
+	go func() {
+		defer cancel()
+		docs, err := m.retrieve(rctx, r, question, n)
+		m.finishDocs(ready, docs, err, false)
+	}()
+	return ready
+}
+
+// finishDocs sets the retrieval's outcome, or forgets it, and closes ready.
+func (m *Memo) finishDocs(ready chan struct{}, docs []retrieval.Doc, err error, forget bool) {
+	m.docsMu.Lock()
+	if forget {
+		m.docsReady = nil
+	} else {
+		m.docs, m.docsErr = docs, err
 	}
-	return m.docs, nil
+	m.docsMu.Unlock()
+	close(ready)
+}
+
+// retrieve asks r for n documents, by the question's vector when r can
+// rank by one. A panic of r is returned as an error.
+func (m *Memo) retrieve(ctx context.Context, r retrieval.Retriever, question string, n int) (docs []retrieval.Doc, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			docs, err = nil, &Error{Kind: KindOther, Tier: "retrieval", Err: fmt.Errorf("retriever panicked: %v", v)}
+		}
+	}()
+	vr, byVector := r.(retrieval.VectorRetriever)
+	byVector = byVector && m.Embedder != nil
+	var vec []float32
+	if byVector {
+		if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
+			vec = retrieval.NoVector // rank lexically; do not embed again
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the retriever was not asked: not a failed retrieval
+	}
+	if byVector {
+		return vr.RetrieveVector(ctx, question, vec, n)
+	}
+	return r.Retrieve(ctx, question, n)
 }
 
 // retrievalFailed reports whether the question's retrieval was tried and
