@@ -8,11 +8,11 @@
 //	POST   /v1/ask                   a question -> the answer, its source and a note
 //	POST   /v1/ask/stream            the same as Server-Sent Events: meta, delta, note, done
 //	POST   /v1/chat/completions      OpenAI-compatible, plain and stream: true (OpenAI's chunks)
-//	GET    /v1/status                breakers, bulkheads, caches
+//	GET    /v1/status                all for an admin; a tenant's own view otherwise
 //	POST   /v1/admin/reload          reload the knowledge base
 //	POST   /v1/admin/breakers/trip   force a breaker open: {"breaker": "tier/retrieval"}
 //	POST   /v1/admin/breakers/reset  force a breaker closed
-//	GET    /healthz, /readyz         liveness, readiness
+//	GET|HEAD /healthz, /readyz       liveness, readiness
 //	GET    /metrics                  Prometheus
 //	GET|PUT|DELETE /v1/demo/faults[/{model}]   demo only: switch upstream faults
 //
@@ -20,6 +20,14 @@
 // status chosen in one place (see errorStatus). Bad input is refused before
 // the pipeline runs, so it never costs a model call. Every response carries
 // an X-Request-Id header; an incoming sane X-Request-Id is kept.
+//
+// Tenant keys (Config.Keys) ask questions and see their own status; admin
+// keys (Config.AdminKeys) use the admin routes and the full status, and
+// admin actions are logged under the key's name. With no keys at all, the
+// admin routes answer only unforwarded loopback clients. A request must
+// arrive within ReadTimeout (else 408, connection closed), at most
+// MaxConnections are open at once, and from the stop signal every response
+// closes its connection. Text a client sends goes through cleanText.
 //
 // The server takes a built *pipeline.Pipeline and its own options:
 // ServerOptions (address, limits, shutdown), the API keys already
