@@ -233,3 +233,34 @@ func TestLimitListenerRefusesBeyondMax(t *testing.T) {
 	}
 	_, _ = held, waiting
 }
+
+// TestIdleTimeoutClosesConnections: a kept-alive connection that sends no
+// further request is closed after server.idle_timeout.
+func TestIdleTimeoutClosesConnections(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) { c.Server.IdleTimeout = idle }})
+	url, _, _ := serveLoopback(t, h.srv)
+	c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: ragfuse\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("healthz: %v %v, want a kept-alive 200", resp, err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	start := time.Now()
+	if _, err := br.ReadByte(); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle connection: %v, want it closed", err)
+	}
+	if took := time.Since(start); took < idle/2 || took > idle+2*time.Second {
+		t.Errorf("the idle connection was closed after %v, want about %v", took, idle)
+	}
+}
