@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -54,11 +55,19 @@ func (s *Server) askQuery(c echo.Context) (tiers.Query, error) {
 	if err != nil {
 		return tiers.Query{}, err
 	}
+	turns := make([]turnText, len(req.History))
+	for i, t := range req.History {
+		turns[i] = turnText{role: t.Role, content: t.Content, path: "history[" + strconv.Itoa(i) + "]"}
+	}
+	hist, err := history(turns, s.lim)
+	if err != nil {
+		return tiers.Query{}, err
+	}
 	tenant, err := resolveTenant(c, req.TenantID)
 	if err != nil {
 		return tiers.Query{}, err
 	}
-	return tiers.Query{Tenant: tenant, Session: req.SessionID, Question: req.Question}, nil
+	return tiers.Query{Tenant: tenant, Session: req.SessionID, Question: req.Question, History: hist}, nil
 }
 
 // ask serves POST /v1/ask.
@@ -71,7 +80,7 @@ func (s *Server) ask(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lang := s.notes.language(c.Request().Header.Get("Accept-Language"))
+	lang := s.notes.language(c.Request().Header.Get("Accept-Language"), q.Question)
 	return c.JSON(http.StatusOK, s.askResponse(res, lang, requestID(c)))
 }
 

@@ -21,12 +21,23 @@ type AskRequest struct {
 	TenantID  string `json:"tenant_id"`  // optional; with API keys it must match the key's tenant
 	SessionID string `json:"session_id"` // optional; at most 128 bytes
 	Question  string `json:"question"`   // required; at most server.max_question_bytes
+	// History holds the earlier turns of the conversation, oldest first;
+	// see ServerOptions.MaxHistoryTurns and MaxHistoryBytes.
+	History []HistoryTurn `json:"history"`
+}
+
+// HistoryTurn is one earlier message of a conversation.
+type HistoryTurn struct {
+	Role    string `json:"role"`    // "user" or "assistant"
+	Content string `json:"content"` // not empty
 }
 
 // limits bounds what a request may carry.
 type limits struct {
-	maxBody     int // bytes of the body
-	maxQuestion int // bytes of the question
+	maxBody      int // bytes of the body
+	maxQuestion  int // bytes of the question
+	historyTurns int // turns of history kept, the newest
+	historyBytes int // bytes of the history kept
 }
 
 const maxSessionBytes = 128
@@ -222,6 +233,11 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	}
 	if err := checkSession(req.SessionID); err != nil {
 		return AskRequest{}, err
+	}
+	for i, t := range req.History {
+		if err := checkTurn(t.Role, "history["+strconv.Itoa(i)+"]"); err != nil {
+			return AskRequest{}, err
+		}
 	}
 	return req, nil
 }

@@ -88,25 +88,31 @@ func TestCheckJSONContentType(t *testing.T) {
 func TestDecodeChat(t *testing.T) {
 	tests := []struct {
 		name, body, question, code string
+		turns                      int // of history
 	}{
-		{"last user message", `{"model":"x","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a"},{"role":"user","content":"second"}]}`, "second", ""},
-		{"content parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"how "},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"now"}]}]}`, "how now", ""},
-		{"unknown fields ignored", `{"temperature":0.2,"messages":[{"role":"user","content":"q"}]}`, "q", ""},
-		{"no user message", `{"messages":[{"role":"system","content":"be nice"}]}`, "", CodeEmptyQuestion},
-		{"no messages", `{}`, "", CodeEmptyQuestion},
-		{"zero-width user message", `{"messages":[{"role":"user","content":"hi"},{"role":"user","content":"\u200b \u200b"}]}`, "", CodeEmptyQuestion},
-		{"zero-width content parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"\ufeff"},{"type":"text","text":"\u200c"}]}]}`, "", CodeEmptyQuestion},
-		{"zero-width kept in a question", `{"messages":[{"role":"user","content":"\u200bq\u200b"}]}`, "\u200bq\u200b", ""},
-		{"stream", `{"stream":true,"messages":[{"role":"user","content":"q"}]}`, "q", ""},
-		{"bad content", `{"messages":[{"role":"user","content":{"a":1}}]}`, "", CodeBadJSON},
-		{"too long", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 65) + `"}]}`, "", CodeQuestionTooLong},
+		{"last user message", `{"model":"x","messages":[{"role":"user","content":"first"},{"role":"assistant","content":"a"},{"role":"user","content":"second"}]}`, "second", "", 2},
+		{"system and developer ignored", `{"messages":[{"role":"system","content":"be brief"},{"role":"user","content":"first"},{"role":"developer","content":"x"},{"role":"user","content":"second"}]}`, "second", "", 1},
+		{"tool role", `{"messages":[{"role":"user","content":"a"},{"role":"tool","content":"42","tool_call_id":"c1"},{"role":"user","content":"b"}]}`, "", CodeUnsupportedRole, 0},
+		{"function role", `{"messages":[{"role":"function","name":"f","content":"x"},{"role":"user","content":"b"}]}`, "", CodeUnsupportedRole, 0},
+		{"unknown role", `{"messages":[{"role":"critic","content":"x"},{"role":"user","content":"b"}]}`, "", CodeUnsupportedRole, 0},
+		{"last message not the user's", `{"messages":[{"role":"user","content":"q"},{"role":"assistant","content":"a"}]}`, "", CodeBadRequest, 0},
+		{"content parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"how "},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"now"}]}]}`, "how now", "", 0},
+		{"unknown fields ignored", `{"temperature":0.2,"messages":[{"role":"user","content":"q"}]}`, "q", "", 0},
+		{"no user message", `{"messages":[{"role":"system","content":"be nice"}]}`, "", CodeEmptyQuestion, 0},
+		{"no messages", `{}`, "", CodeEmptyQuestion, 0},
+		{"zero-width user message", `{"messages":[{"role":"user","content":"hi"},{"role":"user","content":"\u200b \u200b"}]}`, "", CodeEmptyQuestion, 0},
+		{"zero-width content parts", `{"messages":[{"role":"user","content":[{"type":"text","text":"\ufeff"},{"type":"text","text":"\u200c"}]}]}`, "", CodeEmptyQuestion, 0},
+		{"zero-width kept in a question", `{"messages":[{"role":"user","content":"\u200bq\u200b"}]}`, "\u200bq\u200b", "", 0},
+		{"stream", `{"stream":true,"messages":[{"role":"user","content":"q"}]}`, "q", "", 0},
+		{"bad content", `{"messages":[{"role":"user","content":{"a":1}}]}`, "", CodeBadJSON, 0},
+		{"too long", `{"messages":[{"role":"user","content":"` + strings.Repeat("x", 65) + `"}]}`, "", CodeQuestionTooLong, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, q, err := decodeChat([]byte(tc.body), testLimits)
+			_, q, turns, err := decodeChat([]byte(tc.body), testLimits)
 			if tc.code == "" {
-				if err != nil || q != tc.question {
-					t.Fatalf("got %q, %v; want %q", q, err, tc.question)
+				if err != nil || q != tc.question || len(turns) != tc.turns {
+					t.Fatalf("got %q with %d turns, %v; want %q with %d", q, len(turns), err, tc.question, tc.turns)
 				}
 				return
 			}
@@ -261,5 +267,33 @@ func TestContentEncoding(t *testing.T) {
 	}
 	if n := h.upstreamCalls() - calls; n != 0 {
 		t.Fatalf("%d upstream calls for refused bodies", n)
+	}
+}
+
+// TestHistoryTurns: history turns lose their control characters (not
+// tab and line breaks), keep only the newest turns, and are refused when
+// nothing readable is left or the kept ones are too long.
+func TestHistoryTurns(t *testing.T) {
+	l := limits{historyTurns: 2, historyBytes: 10}
+	tt := func(contents ...string) []turnText {
+		out := make([]turnText, len(contents))
+		for i, c := range contents {
+			out[i] = turnText{role: "user", content: c, path: "history[" + string(rune('0'+i)) + "]"}
+		}
+		return out
+	}
+	got, err := history(tt("dropped", "a\x00b\x1b", "c\td\n"), l)
+	if err != nil || len(got) != 2 || got[0].Content != "ab" || got[1].Content != "c\td\n" {
+		t.Fatalf("got %+v, %v", got, err)
+	}
+	var ae *Error
+	if _, err := history(tt("ok", "\x07\u200b"), l); !errors.As(err, &ae) || ae.Code != CodeInvalidHistory || !strings.Contains(ae.Message, "history[1]") {
+		t.Fatalf("control only: %v", err)
+	}
+	if _, err := history(tt("123456", "123456"), l); !errors.As(err, &ae) || ae.Code != CodeHistoryTooLong || ae.Status != 413 {
+		t.Fatalf("too long: %v", err)
+	}
+	if got, err := history(nil, l); got != nil || err != nil {
+		t.Fatalf("none: %v, %v", got, err)
 	}
 }

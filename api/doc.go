@@ -8,6 +8,7 @@
 //	POST   /v1/ask                   a question -> the answer, its source and a note
 //	POST   /v1/ask/stream            the same as Server-Sent Events: meta, delta, note, done
 //	POST   /v1/chat/completions      OpenAI-compatible, plain and stream: true (OpenAI's chunks)
+//	GET    /v1/models[/{id}]         the model id an OpenAI client may send ("ragfuse")
 //	GET    /v1/status                all for an admin; a tenant's own view otherwise
 //	POST   /v1/admin/reload          reload the knowledge base
 //	POST   /v1/admin/breakers/trip   force a breaker open: {"breaker": "tier/retrieval"}
@@ -15,6 +16,15 @@
 //	GET|HEAD /healthz, /readyz       liveness, readiness
 //	GET    /metrics                  Prometheus
 //	GET|PUT|DELETE /v1/demo/faults[/{model}]   demo only: switch upstream faults
+//
+// A question may carry its conversation: "history" on /v1/ask and
+// /v1/ask/stream, the earlier user and assistant messages on
+// /v1/chat/completions (system messages ignored, other roles refused).
+// The newest ServerOptions.MaxHistoryTurns turns are kept, and more than
+// MaxHistoryBytes of them is 413 history_too_long; a turn of another role
+// or without readable content is 400 invalid_history. Notes are in the
+// Accept-Language's language, else the question's (Han: zh, other
+// letters: en), else ServerOptions.DefaultLanguage.
 //
 // Every error is JSON, {"error": {"code", "message", "type"}}, with an HTTP
 // status chosen in one place (see errorStatus). Bad input is refused before

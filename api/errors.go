@@ -17,10 +17,13 @@ import (
 const (
 	CodeBadJSON          = "bad_json"                // 400: the body is not one JSON object of the expected shape
 	CodeUnknownField     = "unknown_field"           // 400: /v1/ask got a field it does not know
-	CodeEmptyQuestion    = "empty_question"          // 400: no question, or only white space and format characters
+	CodeEmptyQuestion    = "empty_question"          // 400: no question, or only white space, control and format characters
 	CodeInvalidUTF8      = "invalid_utf8"            // 400: the body is not valid UTF-8
 	CodeInvalidTenant    = "invalid_tenant"          // 400: tenant_id is not 1-64 of [A-Za-z0-9_.-]
 	CodeInvalidSession   = "invalid_session"         // 400: session_id is longer than 128 bytes
+	CodeInvalidHistory   = "invalid_history"         // 400: a history turn of an unknown role, or without readable content
+	CodeUnsupportedRole  = "unsupported_role"        // 400: a chat message of a role other than system, user and assistant
+	CodeHistoryTooLong   = "history_too_long"        // 413: the history kept is over server.max_history_bytes
 	CodeBadFault         = "bad_fault"               // 400: a demo fault that cannot be served
 	CodeUnauthorized     = "unauthorized"            // 401: missing or unknown API key
 	CodeTenantMismatch   = "tenant_mismatch"         // 403: tenant_id differs from the API key's tenant
@@ -30,7 +33,7 @@ const (
 	CodeTimeoutReading   = "timeout_reading_request" // 408: the body did not arrive within server.read_timeout
 	CodeQuestionTooLong  = "question_too_long"       // 413: the question is over server.max_question_bytes
 	CodeBodyTooLarge     = "body_too_large"          // 413: the body is over server.max_body_bytes
-	CodeUnsupportedMedia = "unsupported_media"       // 415: the body is not application/json
+	CodeUnsupportedMedia = "unsupported_media"       // 415: the body is not application/json, or not gzip or identity encoded
 	CodeRateLimited      = "rate_limited"            // 429: over a rate limit with on_limit: reject
 	CodeClientClosed     = "client_closed"           // 499: the caller went away
 	CodeInternal         = "internal"                // 500: a bug; the request id helps find it in the logs

@@ -94,6 +94,7 @@ type harnessOptions struct {
 	api      func(*Config)
 	upstream func(http.Handler) http.Handler // wraps the upstream's handler
 	logTo    io.Writer                       // default: harness.logs
+	kb       *retrieval.KnowledgeBase        // default: testDocs
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
@@ -110,9 +111,11 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	if o.config != nil {
 		o.config(&cfg)
 	}
-	kb, err := retrieval.New(testDocs)
-	if err != nil {
-		t.Fatal(err)
+	kb, err := o.kb, error(nil)
+	if kb == nil {
+		if kb, err = retrieval.New(testDocs); err != nil {
+			t.Fatal(err)
+		}
 	}
 	logs := &syncBuffer{}
 	var logTo io.Writer = logs
@@ -132,7 +135,9 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg,
 		Server: ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
-			ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections}}
+			MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes,
+			ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections},
+		OpenAI: OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent}}
 	if o.api != nil {
 		o.api(&acfg)
 	}

@@ -134,21 +134,23 @@ func TestControlCharacterQuestionIsEmpty(t *testing.T) {
 
 // TestServerOptionsDefaults: a server given no options (or negative ones)
 // listens on 127.0.0.1:8080, takes questions up to 4096 bytes and bodies
-// up to 64 KiB, and writes its notes in zh, as README documents for
-// server: fields left out of the configuration file.
+// up to 64 KiB and histories of 20 turns and 16 KiB, and writes its notes
+// in zh, as README documents for server: fields left out of the
+// configuration file.
 func TestServerOptionsDefaults(t *testing.T) {
 	want := ServerOptions{Addr: "127.0.0.1:8080", MaxQuestionBytes: 4096, MaxBodyBytes: 64 << 10,
-		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh", ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
-		MaxConnections: 10000}
-	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1, ReadTimeout: -1,
-		IdleTimeout: -1, MaxConnections: -1}).withDefaults(); got != want {
+		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh", MaxHistoryTurns: 20, MaxHistoryBytes: 16384,
+		ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxConnections: 10000}
+	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1,
+		MaxHistoryTurns: -1, MaxHistoryBytes: -1, ReadTimeout: -1, IdleTimeout: -1, MaxConnections: -1}).withDefaults(); got != want {
 		t.Fatalf("negative options became %+v, want %+v", got, want)
 	}
 	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{{Tier: tiers.NewStatic("static", "sorry")}}}, Config{})
 	if h.srv.Addr() != want.Addr {
 		t.Fatalf("addr %q", h.srv.Addr())
 	}
-	if a := h.ask(strings.Repeat("q", 4096)); a.Note != defaultNotes["zh"][tiers.SourceStatic].Text {
+	// Digits are in no language: the notes take the default.
+	if a := h.ask(strings.Repeat("7", 4096)); a.Note != defaultNotes["zh"][tiers.SourceStatic].Text {
 		t.Fatalf("note %q, want the zh default", a.Note)
 	}
 	for body, code := range map[string]string{

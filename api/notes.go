@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -168,12 +169,43 @@ func (nb *notebook) interrupted(lang string) string {
 	return interruptedNote["en"]
 }
 
-// language picks the language of an Accept-Language header: the
-// supported language with the highest q (its primary subtag: "zh-CN"
-// counts as "zh"), or the default. Malformed parts, a q that is not a
-// number in [0, 1] among them, are ignored.
-func (nb *notebook) language(header string) string {
-	best, bestQ := nb.def, 0.0
+// language picks the language of a request's notes: the supported
+// language of its Accept-Language header with the highest q (its primary
+// subtag: "zh-CN" counts as "zh"), else the language of the question's
+// own script (see questionLanguage) when notes exist in it, else the
+// default. Malformed parts of the header, a q that is not a number in
+// [0, 1] among them, are ignored.
+func (nb *notebook) language(header, question string) string {
+	if l := nb.headerLanguage(header); l != "" {
+		return l
+	}
+	if l := questionLanguage(question); nb.notes[l] != nil {
+		return l
+	}
+	return nb.def
+}
+
+// questionLanguage returns the language of a question by its script: "zh"
+// when it holds a Han character, "en" when it holds another letter, ""
+// when it holds no letter.
+func questionLanguage(q string) string {
+	letter := false
+	for _, r := range q {
+		if unicode.Is(unicode.Han, r) {
+			return "zh"
+		}
+		letter = letter || unicode.IsLetter(r)
+	}
+	if letter {
+		return "en"
+	}
+	return ""
+}
+
+// headerLanguage returns the supported language of an Accept-Language
+// header with the highest q, "" for none.
+func (nb *notebook) headerLanguage(header string) string {
+	best, bestQ := "", 0.0
 	for part := range strings.SplitSeq(header, ",") {
 		tag, params, _ := strings.Cut(strings.TrimSpace(part), ";")
 		tag = strings.ToLower(strings.TrimSpace(tag))

@@ -26,8 +26,35 @@ func TestNotebookLanguage(t *testing.T) {
 		",,;;q=,en;q=0":            "zh",
 		strings.Repeat("x,", 1000): "zh",
 	} {
-		if got := nb.language(header); got != want {
+		if got := nb.language(header, ""); got != want {
 			t.Errorf("language(%q) = %q, want %q", header, got, want)
+		}
+	}
+}
+
+// TestNotebookLanguageOfQuestion: without a supported language in
+// Accept-Language, the notes follow the question's script (Han: zh,
+// another letter: en), and the default without letters.
+func TestNotebookLanguageOfQuestion(t *testing.T) {
+	for _, def := range []string{"zh", "en"} {
+		nb, err := newNotebook(def, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct{ header, question, want string }{
+			{"", "How long do I have to return a jacket?", "en"},
+			{"", "退货要多久？", "zh"},
+			{"", "my 订单 is late", "zh"},
+			{"", "Où est ma commande ?", "en"},
+			{"", "???  123", def},
+			{"fr-FR", "where is my order", "en"},
+			{"*", "我的订单在哪", "zh"},
+			{"zh-CN", "where is my order", "zh"},
+			{"en;q=0.5", "我的订单在哪", "en"},
+		} {
+			if got := nb.language(tc.header, tc.question); got != tc.want {
+				t.Errorf("default %s: language(%q, %q) = %q, want %q", def, tc.header, tc.question, got, tc.want)
+			}
 		}
 	}
 }
@@ -54,7 +81,7 @@ func TestNotebookLanguageQValues(t *testing.T) {
 		"en;q=1.5, zh;q=0.1":         "zh",
 		"en;q=, zh;q=0.1":            "zh",
 	} {
-		if got := nb.language(header); got != want {
+		if got := nb.language(header, ""); got != want {
 			t.Errorf("language(%q) = %q, want %q", header, got, want)
 		}
 	}
@@ -67,7 +94,7 @@ func TestNotebookLanguageQValues(t *testing.T) {
 		"zh;Q=NaN":           "en",
 		"en;Q=0.1, zh;q=0.9": "zh",
 	} {
-		if got := nb.language(header); got != want {
+		if got := nb.language(header, ""); got != want {
 			t.Errorf("default en: language(%q) = %q, want %q", header, got, want)
 		}
 	}
@@ -118,7 +145,7 @@ func TestNotebookOverrides(t *testing.T) {
 		t.Errorf("en fallback = %+v", n)
 	}
 	// A new language gets its override and the default language elsewhere.
-	if nb.language("ja-JP") != "ja" {
+	if nb.language("ja-JP", "") != "ja" {
 		t.Fatalf("ja not selectable")
 	}
 	if n := nb.note("ja", tiers.SourceFallback); n.Text != "予備のモデルが回答しました。" || !n.Actions.Refresh {

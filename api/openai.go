@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -102,35 +103,51 @@ type RagfuseInfo struct {
 }
 
 // decodeChat decodes and validates a chat completion request and returns
-// it with the question: the text of the last user message.
-func decodeChat(body []byte, l limits) (chatRequest, string, error) {
+// it with the question, the text of the last message, which must be the
+// user's, and the earlier user and assistant messages as history. System
+// (and developer) messages are ignored: the pipeline's tiers have their
+// own prompts. Any other role (tool, function…) is refused: ragfuse
+// answers from its knowledge base and calls no tools.
+func decodeChat(body []byte, l limits) (chatRequest, string, []turnText, error) {
 	var req chatRequest
 	if !validJSONText(body) {
-		return req, "", newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
+		return req, "", nil, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
 	}
 	if err := decodeStrict(body, &req, false); err != nil {
-		return chatRequest{}, "", err
+		return chatRequest{}, "", nil, err
+	}
+	var turns []turnText
+	for i, m := range req.Messages {
+		path := "messages[" + strconv.Itoa(i) + "]"
+		switch m.Role {
+		case "system", "developer":
+			continue
+		case tiers.RoleUser, tiers.RoleAssistant:
+		default:
+			return chatRequest{}, "", nil, newError(http.StatusBadRequest, CodeUnsupportedRole,
+				path+".role "+strconv.Quote(m.Role)+` is not supported (use "system", "user" or "assistant"; ragfuse calls no tools)`)
+		}
+		t, ok := m.text()
+		if !ok {
+			return chatRequest{}, "", nil, newError(http.StatusBadRequest, CodeBadJSON, path+".content must be a string or an array of text parts")
+		}
+		turns = append(turns, turnText{role: m.Role, content: t, path: path})
 	}
 	var question string
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role != "user" {
-			continue
+	if n := len(turns); n > 0 {
+		if turns[n-1].role != tiers.RoleUser {
+			return chatRequest{}, "", nil, newError(http.StatusBadRequest, CodeBadRequest, "the last message must be the user's question")
 		}
-		t, ok := req.Messages[i].text()
-		if !ok {
-			return chatRequest{}, "", newError(http.StatusBadRequest, CodeBadJSON, "message content must be a string or an array of text parts")
-		}
-		question = t
-		break
+		question, turns = turns[n-1].content, turns[:n-1]
 	}
 	question, err := checkQuestion(question, l)
 	if err != nil {
-		return chatRequest{}, "", err
+		return chatRequest{}, "", nil, err
 	}
 	if err := checkSession(req.User); err != nil {
-		return chatRequest{}, "", err
+		return chatRequest{}, "", nil, err
 	}
-	return req, question, nil
+	return req, question, turns, nil
 }
 
 // chatCompletions serves POST /v1/chat/completions.
@@ -139,7 +156,11 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	req, question, err := decodeChat(body, s.lim)
+	req, question, turns, err := decodeChat(body, s.lim)
+	if err != nil {
+		return err
+	}
+	hist, err := history(turns, s.lim)
 	if err != nil {
 		return err
 	}
@@ -147,7 +168,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	q := tiers.Query{Tenant: tenant, Session: req.User, Question: question}
+	q := tiers.Query{Tenant: tenant, Session: req.User, Question: question, History: hist}
 	if req.Stream {
 		return s.chatStream(c, req, q)
 	}
@@ -155,7 +176,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	lang := s.notes.language(c.Request().Header.Get("Accept-Language"))
+	lang := s.notes.language(c.Request().Header.Get("Accept-Language"), q.Question)
 	a := s.askResponse(res, lang, requestID(c))
 	model := res.Model
 	if model == "" {
@@ -173,7 +194,7 @@ func (s *Server) chatCompletions(c echo.Context) error {
 		Object:  "chat.completion",
 		Created: time.Now().Unix(),
 		Model:   model,
-		Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: res.Text}, FinishReason: finish}},
+		Choices: []chatChoice{{Message: chatMessageOut{Role: "assistant", Content: s.content(res.Text, a.Note)}, FinishReason: finish}},
 		Usage: chatUsage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens,
 			TotalTokens: res.Usage.Total()},
 		Ragfuse: RagfuseInfo{Source: a.Source, Degraded: a.Degraded, Note: a.Note, Actions: a.Actions,
@@ -181,4 +202,13 @@ func (s *Server) chatCompletions(c echo.Context) error {
 	}
 	c.Response().Header().Set(HeaderSource, string(res.Source))
 	return c.JSON(http.StatusOK, out)
+}
+
+// content returns the message content of an answer: its text, with its
+// note after a blank line when OpenAIOptions.NoteInContent is set.
+func (s *Server) content(text, note string) string {
+	if !s.openai.NoteInContent || note == "" {
+		return text
+	}
+	return text + "\n\n" + note
 }

@@ -49,10 +49,20 @@ type Config struct {
 	Demo *llmtest.Server
 	// DemoModels lists the models GET /v1/demo/faults reports.
 	DemoModels []string
+	// OpenAI configures the OpenAI-compatible front door.
+	OpenAI OpenAIOptions
 	// StreamHeartbeat is how often a streamed answer with nothing to send
 	// writes a ": ping" comment (a blank line on /v1/chat/completions);
 	// default DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
+}
+
+// OpenAIOptions configure /v1/chat/completions.
+type OpenAIOptions struct {
+	// NoteInContent appends the degradation note to the message content
+	// (after a blank line), for plain OpenAI clients that never read the
+	// ragfuse field; default false.
+	NoteInContent bool
 }
 
 // Server is the ragfuse HTTP server. It is safe for concurrent use.
@@ -68,6 +78,9 @@ type Server struct {
 	demo   *llmtest.Server
 	models []string
 	e      *echo.Echo
+
+	openai  OpenAIOptions
+	started time.Time // GET /v1/models's "created"
 
 	heartbeat time.Duration // see Config.StreamHeartbeat
 
@@ -97,11 +110,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{
 		p: cfg.Pipeline, srv: sc,
-		lim:   limits{maxBody: sc.MaxBodyBytes, maxQuestion: sc.MaxQuestionBytes},
+		lim: limits{maxBody: sc.MaxBodyBytes, maxQuestion: sc.MaxQuestionBytes,
+			historyTurns: sc.MaxHistoryTurns, historyBytes: sc.MaxHistoryBytes},
 		keys:  newKeyring(cfg.Keys, cfg.AdminKeys),
 		notes: nb, log: cfg.Logger, obs: cfg.Observer, reg: cfg.Registry,
 		demo: cfg.Demo, models: cfg.DemoModels,
 		heartbeat: cfg.StreamHeartbeat,
+		openai:    cfg.OpenAI, started: time.Now(),
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultStreamHeartbeat
@@ -129,7 +144,9 @@ type ServerOptions struct {
 	MaxBodyBytes     int           // a larger body gets 413 body_too_large; default 64 KiB
 	ShutdownGrace    time.Duration // time in-flight requests get once shutdown begins; default 15s
 	DrainDelay       time.Duration // time /readyz is 503 before the listener closes; default 0
-	DefaultLanguage  string        // notes language without a matching Accept-Language; default "zh"
+	DefaultLanguage  string        // notes language without a matching Accept-Language or a question in a known script; default "zh"
+	MaxHistoryTurns  int           // turns of a question's history kept, the older dropped; default DefaultMaxHistoryTurns
+	MaxHistoryBytes  int           // bytes of the history kept; more gets 413 history_too_long; default DefaultMaxHistoryBytes
 	// ReadTimeout bounds how long a request's headers and body take to
 	// arrive: a body still arriving then gets 408 timeout_reading_request
 	// and the connection is closed. The answer, streamed or not, is not
@@ -158,6 +175,12 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	o.DrainDelay = max(o.DrainDelay, 0)
 	if o.DefaultLanguage == "" {
 		o.DefaultLanguage = "zh"
+	}
+	if o.MaxHistoryTurns <= 0 {
+		o.MaxHistoryTurns = DefaultMaxHistoryTurns
+	}
+	if o.MaxHistoryBytes <= 0 {
+		o.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
 	if o.ReadTimeout <= 0 {
 		o.ReadTimeout = 10 * time.Second
@@ -190,6 +213,8 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/ask", s.ask, auth)
 	v1.POST("/ask/stream", s.askStream, auth)
 	v1.POST("/chat/completions", s.chatCompletions, auth)
+	v1.GET("/models", s.listModels, auth)
+	v1.GET("/models/:id", s.modelByID, auth)
 	v1.GET("/status", s.status) // full for an admin, a tenant's own otherwise
 	v1.POST("/admin/reload", s.reload, s.adminOnly)
 	v1.POST("/admin/breakers/trip", s.tripBreaker, s.adminOnly)

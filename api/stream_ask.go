@@ -56,7 +56,7 @@ func (s *Server) askStream(c echo.Context) error {
 		return err
 	}
 	w := newStreamWriter(c)
-	sink := &sseSink{s: s, w: w, lang: s.notes.language(c.Request().Header.Get("Accept-Language")), reqID: requestID(c)}
+	sink := &sseSink{s: s, w: w, lang: s.notes.language(c.Request().Header.Get("Accept-Language"), q.Question), reqID: requestID(c)}
 	return s.serveStream(c, q, w, sink)
 }
 

@@ -54,7 +54,7 @@ func (s *Server) chatStream(c echo.Context, req chatRequest, q tiers.Query) erro
 	if model == "" {
 		model = "ragfuse"
 	}
-	sink := &chunkSink{s: s, w: w, lang: s.notes.language(c.Request().Header.Get("Accept-Language")),
+	sink := &chunkSink{s: s, w: w, lang: s.notes.language(c.Request().Header.Get("Accept-Language"), q.Question),
 		reqID: requestID(c), model: model, created: time.Now().Unix(),
 		usage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage}
 	return s.serveStream(c, q, w, sink)
@@ -102,6 +102,12 @@ func (k *chunkSink) event(e pipeline.StreamEvent) error {
 // usage chunk if asked, and [DONE].
 func (k *chunkSink) done(res *pipeline.Result) error {
 	a := k.s.askResponse(res, k.lang, k.reqID)
+	// The interruption note went out as content already (StreamNote).
+	if note := k.s.content("", k.s.notes.note(k.lang, res.Source).Text); note != "" {
+		if err := k.w.event("", k.chunk(chunkDelta{Content: note}, nil)); err != nil {
+			return err
+		}
+	}
 	finish := "stop"
 	if res.Interrupted {
 		finish = "length"

@@ -142,7 +142,22 @@ func (b *builder) options() (pipeline.Options, error) {
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb
 	}
+	if cd := b.cfg.KnowledgeBase.Condense; cd != nil {
+		opts.Condenser = tiers.NewCondenser(tiers.CondenserConfig{Model: b.models[cd.Model], Timeout: cd.Timeout})
+	}
 	return opts, nil
+}
+
+// historyTurns returns an llm tier's history_turns as tiers.LLMConfig
+// takes it: 0 (none) as a negative number, unset as the default.
+func historyTurns(n *int) int {
+	switch {
+	case n == nil:
+		return 0
+	case *n == 0:
+		return -1
+	}
+	return *n
 }
 
 func (b *builder) knowledgeBase() error {
@@ -211,7 +226,8 @@ func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 			ret = b.ret
 		}
 		return tiers.NewLLM(tiers.LLMConfig{Name: tc.Name, Source: tiers.Source(tc.LLM.Source), Candidates: cands,
-			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt}), nil
+			Retriever: ret, ContextDocs: tc.LLM.ContextDocs, SystemPrompt: tc.LLM.Prompt,
+			HistoryTurns: historyTurns(tc.LLM.HistoryTurns)}), nil
 	case KindRetrieval:
 		return tiers.NewRetrieval(tiers.RetrievalConfig{Name: tc.Name, Retriever: b.ret, TopK: tc.Retrieval.TopK}), nil
 	case KindStatic:

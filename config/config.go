@@ -15,6 +15,7 @@ type Config struct {
 	Redis         Redis            `yaml:"redis"`
 	RateLimit     RateLimit        `yaml:"rate_limit"`
 	Notes         Notes            `yaml:"notes"`
+	OpenAI        OpenAI           `yaml:"openai"`
 	Tiers         []Tier           `yaml:"tiers"`
 }
 
@@ -28,7 +29,9 @@ type Server struct {
 	MaxBodyBytes     int           `yaml:"max_body_bytes"`     // default 64 KiB
 	ShutdownGrace    time.Duration `yaml:"shutdown_grace"`     // default 15s
 	DrainDelay       time.Duration `yaml:"drain_delay"`        // on SIGINT/SIGTERM, /readyz is 503 this long before the listener closes; default 0
-	DefaultLanguage  string        `yaml:"default_language"`   // "zh" or "en"; default "zh"
+	DefaultLanguage  string        `yaml:"default_language"`   // notes without Accept-Language or a question in a known script: "zh" or "en"; default "zh"
+	MaxHistoryTurns  int           `yaml:"max_history_turns"`  // turns of history a question keeps, the oldest beyond dropped; default 20
+	MaxHistoryBytes  int           `yaml:"max_history_bytes"`  // bytes of the turns kept; more is 413 history_too_long; default 16384
 	ReadTimeout      time.Duration `yaml:"read_timeout"`       // a request's headers and body must arrive within it, or 408; default 10s
 	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // a kept-alive connection with no request is closed after it; default 120s
 	MaxConnections   int           `yaml:"max_connections"`    // connections open at once; one more waits briefly, then is closed; default 10000
@@ -73,6 +76,22 @@ type KnowledgeBase struct {
 	// apart from that tier's own time limit; default: the first retrieval
 	// tier's timeout, or 1s.
 	Timeout time.Duration `yaml:"timeout"`
+	// Condense, if set, lets a model rewrite a question with history into
+	// a standalone question before retrieval (tiers.Condenser).
+	Condense *Condense `yaml:"condense"`
+}
+
+// Condense configures the rewrite of follow-up questions.
+type Condense struct {
+	Model   string        `yaml:"model"`   // required: a models: id
+	Timeout time.Duration `yaml:"timeout"` // bound of one rewrite; default 1s
+}
+
+// OpenAI configures the OpenAI-compatible front door.
+type OpenAI struct {
+	// NoteInContent appends the degradation note to the message content,
+	// for clients that never read the ragfuse field; default false.
+	NoteInContent bool `yaml:"note_in_content"`
 }
 
 // Redis enables shared breaker state and rate limits.
@@ -140,6 +159,10 @@ type LLMTier struct {
 	Models      []string `yaml:"models"`       // required: models: ids, tried in order
 	ContextDocs int      `yaml:"context_docs"` // default 5
 	Prompt      string   `yaml:"prompt"`       // system prompt override
+	// HistoryTurns is how many of the latest turns of a conversation go
+	// into the prompt, within a bound on their size; default 6; 0 sends
+	// none.
+	HistoryTurns *int `yaml:"history_turns"`
 
 	// Streaming; see pipeline.StreamConfig.
 	FirstTokenTimeout   time.Duration `yaml:"first_token_timeout"`

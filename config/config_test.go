@@ -69,7 +69,8 @@ tiers: [{kind: semantic_cache}, {kind: llm, models: [m]}, {kind: llm, models: [m
 	semantic := cache
 	semantic.StoreFrom = []string{"primary"}
 	llm := func(source string) LLMTier {
-		return LLMTier{Source: source, Models: []string{"m"}, ContextDocs: 5, OnStreamBreak: "note"}
+		turns := 6
+		return LLMTier{Source: source, Models: []string{"m"}, ContextDocs: 5, HistoryTurns: &turns, OnStreamBreak: "note"}
 	}
 	want := []Tier{
 		{Name: "cache", Kind: KindSemanticCache, Timeout: 300 * time.Millisecond, Cache: semantic},

@@ -55,6 +55,11 @@ func (c *Config) Defaults() {
 		}
 		c.Models = models
 	}
+	if cd := c.KnowledgeBase.Condense; cd != nil {
+		d := *cd // not the caller's
+		setIfZero(&d.Timeout, tiers.DefaultCondenseTimeout)
+		c.KnowledgeBase.Condense = &d
+	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
 	setIfZero(&c.KnowledgeBase.Timeout, c.retrievalTimeout())
 	rl := &c.RateLimit
@@ -112,6 +117,10 @@ func (l *LLMTier) defaults(first bool) {
 		setIfZero(&l.Source, string(tiers.SourceFallback))
 	}
 	setIfZero(&l.ContextDocs, 5)
+	if l.HistoryTurns == nil {
+		n := tiers.DefaultHistoryTurns
+		l.HistoryTurns = &n
+	}
 	setIfZero(&l.OnStreamBreak, onBreakNote)
 }
 

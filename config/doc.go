@@ -52,8 +52,10 @@
 // once. Env carries what is not in the file: the clock, the observer, the
 // HTTP client, the environment.
 //
-// The server: section other than request_timeout and the notes: section
-// are the HTTP server's (package api); cmd/ragfuse passes them on.
+// knowledge_base.condense becomes the pipeline's tiers.Condenser, its
+// model's client the one of its models: entry. The server: section other
+// than request_timeout, the notes: and the openai: sections are the HTTP
+// server's (package api); cmd/ragfuse passes them on.
 //
 // # Tests
 //

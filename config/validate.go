@@ -21,11 +21,19 @@ func (c *Config) Validate() error {
 	v.check(s.ShutdownGrace >= 0, "server.shutdown_grace", "must be >= 0")
 	v.check(s.DrainDelay >= 0, "server.drain_delay", "must be >= 0")
 	v.check(slices.Contains([]string{"", "zh", "en"}, s.DefaultLanguage), "server.default_language", `must be "zh" or "en"`)
+	v.check(s.MaxHistoryTurns >= 0, "server.max_history_turns", "must be > 0")
+	v.check(s.MaxHistoryBytes >= 0, "server.max_history_bytes", "must be > 0")
 	v.check(s.ReadTimeout >= 0, "server.read_timeout", "must be > 0")
 	v.check(s.IdleTimeout >= 0, "server.idle_timeout", "must be > 0")
 	v.check(s.MaxConnections >= 0, "server.max_connections", "must be > 0")
-	c.validateAuth(&v)
+	if cd := c.KnowledgeBase.Condense; cd != nil {
+		_, ok := c.Models[cd.Model]
+		v.check(cd.Model != "", "knowledge_base.condense.model", "is required")
+		v.check(cd.Model == "" || ok, "knowledge_base.condense.model", fmt.Sprintf("unknown model %q (not under models:)", cd.Model))
+		v.check(cd.Timeout > 0, "knowledge_base.condense.timeout", "must be > 0")
+	}
 	v.check(c.KnowledgeBase.Timeout > 0, "knowledge_base.timeout", "must be > 0")
+	c.validateAuth(&v)
 	r := c.Redis
 	v.check(r.URL == "" || r.URLEnv == "", "redis.url_env", "set redis.url or redis.url_env, not both")
 	v.check(r.URLEnv == "" || EnvName(r.URLEnv), "redis.url_env", NotEnvName)
@@ -137,6 +145,7 @@ func (c *Config) validateLLM(v *validator, t LLMTier, p string) {
 	}
 	v.check(t.Source == "primary" || t.Source == "fallback", p+".source", `must be "primary" or "fallback"`)
 	v.check(t.ContextDocs >= 0, p+".context_docs", "must be >= 0")
+	v.check(t.HistoryTurns == nil || *t.HistoryTurns >= 0, p+".history_turns", "must be >= 0")
 	v.check(t.FirstTokenTimeout >= 0, p+".first_token_timeout", "must be >= 0")
 	v.check(t.StallTimeout >= 0, p+".stall_timeout", "must be >= 0")
 	v.check(t.CommitAfter >= 0, p+".commit_after", "must be >= 0")

@@ -60,6 +60,15 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"negative max connections", "server: {max_connections: -1}\ntiers: [{kind: static}]", "server.max_connections: must be > 0"},
 		{"negative max tenants", "tiers: [{kind: semantic_cache, max_tenants: -1}]", "tiers[0].max_tenants: must be > 0"},
 		{"negative retrieval timeout", "knowledge_base: {timeout: -1s}\ntiers: [{kind: static}]", "knowledge_base.timeout: must be > 0"},
+		{"negative history turns", "server: {max_history_turns: -1}\ntiers: [{kind: static}]", "server.max_history_turns: must be > 0"},
+		{"negative history bytes", "server: {max_history_bytes: -1}\ntiers: [{kind: static}]", "server.max_history_bytes: must be > 0"},
+		{"tier history turns", models + "tiers: [{kind: llm, models: [m], history_turns: -2}]", "tiers[0].history_turns: must be >= 0"},
+		{"history turns on retrieval", "tiers: [{kind: retrieval, history_turns: 2}]", "tiers[0].history_turns: not a field of a retrieval tier"},
+		{"condense without model", "knowledge_base: {condense: {timeout: 1s}}\ntiers: [{kind: static}]", "knowledge_base.condense.model: is required"},
+		{"condense model unknown", models + "knowledge_base: {condense: {model: nope}}\ntiers: [{kind: static}]", `knowledge_base.condense.model: unknown model "nope"`},
+		{"condense timeout", models + "knowledge_base: {condense: {model: m, timeout: -1s}}\ntiers: [{kind: static}]", "knowledge_base.condense.timeout: must be > 0"},
+		{"condense unknown field", models + "knowledge_base: {condense: {model: m, prompt: x}}\ntiers: [{kind: static}]", "knowledge_base.condense.prompt: unknown field"},
+		{"note_in_content", "openai: {note_in_content: maybe}\ntiers: [{kind: static}]", "openai.note_in_content"},
 		{"not yaml", "tiers: [", "config: yaml:"},
 	}
 	for _, tt := range tests {

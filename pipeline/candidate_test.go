@@ -25,7 +25,7 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	defer p.Close()
 	ctx := context.Background()
 	r := new(run)
-	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"})
+	p.startRun(r, ctx, tiers.Query{Tenant: "acme", Question: "q"}, false)
 	c := &r.guard
 	c.stage = p.stages[0]
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}

@@ -14,8 +14,9 @@
 //	             between instances, the local limiters standing in when it fails);
 //	             over a limit: each model stage is skipped (over_quota), or with
 //	             RateLimitConfig.Reject the question gets ErrRejected
-//	flight       Ask only: identical questions in flight (same tenant, question
-//	             trimmed, spaces collapsed, lower-cased) share one run
+//	flight       Ask only: identical questions in flight (same tenant, same
+//	             history digest, question trimmed, spaces collapsed,
+//	             lower-cased; see flightKey) share one run
 //	per stage, in order:
 //	  budget     the call's time limit: min(the tier's Timeout, the time left less
 //	             the reserves of the later stages, see Stage.Reserve); none left:
@@ -32,12 +33,15 @@
 // The budget is Options.RequestTimeout from when Ask was called, or the
 // caller's shorter deadline; no call outlives it. Documents are retrieved
 // and the question embedded once per question (tiers.Memo); the model of
-// Options.EmbedderModel has its breaker and cooldown like a chat model.
-// The retrieval has its own time limit (Options.RetrievalTimeout): a tier
-// whose time runs out while it waits for the documents calls no model and
-// ends as retrieving, which its breaker ignores, and the retrieval goes on
-// for the next tier; no breaker but the retrieval tier's counts the time
-// a tier waited for documents.
+// Options.EmbedderModel has its breaker and cooldown like a chat model,
+// and so has the model of Options.Condenser, which rewrites a question
+// with history before retrieval, each of its calls and skips an attempt
+// of tier "condense" (auxGuard serves both). The retrieval has its own
+// time limit (Options.RetrievalTimeout): a tier whose time runs out while
+// it waits for the documents calls no model and ends as retrieving, which
+// its breaker ignores, and the retrieval goes on for the next tier; no
+// breaker but the retrieval tier's counts the time a tier waited for
+// documents.
 //
 // # Classification
 //

@@ -20,7 +20,7 @@ import (
 // question again (one of them leading a new flight), each within what is
 // left of its own budget.
 func (p *Pipeline) fly(ctx context.Context, q tiers.Query, degraded bool, start time.Time) (*Result, error) {
-	key := flightKey(q.Tenant, q.Question, degraded)
+	key := flightKey(q, degraded)
 	r := new(run) // holds the flight too, if this caller leads it
 	for {
 		f, done := p.flights.join(key, &r.flight)
@@ -136,18 +136,28 @@ func shared(r *Result) *Result {
 	return &c
 }
 
-// flightKey returns the singleflight key of a question: the tenant, the
-// admission mode and the question trimmed, with runs of white space
-// collapsed and lower-cased.
-func flightKey(tenant, question string, degraded bool) string {
+// flightKey returns the singleflight key of q: its tenant, the admission
+// mode, the digest of its history (tiers.HistoryDigest; none for a lone
+// question) and its question trimmed, with runs of white space collapsed
+// and lower-cased. The same question in two conversations gets two keys,
+// so it never shares an answer made for another conversation. Every
+// flight of identical questions (Ask's, a stream's) keys by it.
+func flightKey(q tiers.Query, degraded bool) string {
+	tenant, question := q.Tenant, q.Question
+	digest := tiers.HistoryDigest(q.History)
 	var b strings.Builder
-	b.Grow(len(tenant) + len(question) + 3)
+	b.Grow(len(tenant) + len(digest) + len(question) + 5)
 	b.WriteString(tenant)
 	if degraded {
 		b.WriteString("\x00d\x00")
 	} else {
 		b.WriteString("\x00f\x00")
 	}
+	if digest != "" { // fixed length, so the question that follows cannot pose as one
+		b.WriteByte('h')
+		b.WriteString(digest)
+	}
+	b.WriteByte(0)
 	space, started := false, false
 	for i := 0; i < len(question); {
 		c := question[i]

@@ -60,10 +60,36 @@ func TestSingleflightSharesOneRun(t *testing.T) {
 }
 
 func TestFlightKey(t *testing.T) {
-	a := flightKey("t", "  Hello\t\tWORLD  ", false)
-	if a != flightKey("t", "hello world", false) || a == flightKey("u", "hello world", false) ||
-		a == flightKey("t", "hello world", true) || a == flightKey("t", "helloworld", false) {
+	a := flightKey(tiers.Query{Tenant: "t", Question: "  Hello\t\tWORLD  "}, false)
+	if a != flightKey(tiers.Query{Tenant: "t", Question: "hello world"}, false) || a == flightKey(tiers.Query{Tenant: "u", Question: "hello world"}, false) ||
+		a == flightKey(tiers.Query{Tenant: "t", Question: "hello world"}, true) || a == flightKey(tiers.Query{Tenant: "t", Question: "helloworld"}, false) {
 		t.Fatalf("flight keys do not normalize as they should: %q", a)
+	}
+}
+
+// TestFlightKeyHistory guards the conversation in the key: the same
+// question after different histories, or alone, gets different keys; the
+// same history gets the same key, and a question cannot pose as a digest.
+func TestFlightKeyHistory(t *testing.T) {
+	jacket := []tiers.Turn{{Role: tiers.RoleUser, Content: "I ordered a jacket"}}
+	phone := []tiers.Turn{{Role: tiers.RoleUser, Content: "I ordered a phone"}}
+	asAssistant := []tiers.Turn{{Role: tiers.RoleAssistant, Content: "I ordered a jacket"}}
+	key := func(q string, h []tiers.Turn) string {
+		return flightKey(tiers.Query{Tenant: "t", Question: q, History: h}, false)
+	}
+	follow := key("how long do I have?", jacket)
+	for name, other := range map[string]string{
+		"another history":             key("how long do I have?", phone),
+		"no history":                  key("how long do I have?", nil),
+		"the turn of another role":    key("how long do I have?", asAssistant),
+		"the history in the question": key("h"+tiers.HistoryDigest(jacket)+"\x00how long do i have?", nil),
+	} {
+		if other == follow {
+			t.Errorf("%s: same key %q", name, follow)
+		}
+	}
+	if again := key("  How long do I have?", []tiers.Turn{{Role: tiers.RoleUser, Content: "I ordered a jacket"}}); again != follow {
+		t.Errorf("the same conversation: key %q, want %q", again, follow)
 	}
 }
 
@@ -76,11 +102,11 @@ func TestFlightKeyNormalizes(t *testing.T) {
 		{"\u3000如何 开发票\u3000", "如何 开发票"},
 		{"MiXeD Ünïcode\r\n text", "mixed ünïcode text"},
 	} {
-		if got, want := flightKey("t", tc.a, false), flightKey("t", tc.b, false); got != want {
+		if got, want := flightKey(tiers.Query{Tenant: "t", Question: tc.a}, false), flightKey(tiers.Query{Tenant: "t", Question: tc.b}, false); got != want {
 			t.Errorf("flightKey(%q) = %q, want %q", tc.a, got, want)
 		}
 	}
-	if flightKey("t", "a b", false) == flightKey("t", "ab", false) {
+	if flightKey(tiers.Query{Tenant: "t", Question: "a b"}, false) == flightKey(tiers.Query{Tenant: "t", Question: "ab"}, false) {
 		t.Error("flightKey drops inner spaces")
 	}
 }
@@ -248,7 +274,7 @@ func (c *waitingCtx) Done() <-chan struct{} {
 func waiters(p *Pipeline, q string) int {
 	p.flights.mu.Lock()
 	defer p.flights.mu.Unlock()
-	if f := p.flights.m[flightKey("acme", q, false)]; f != nil {
+	if f := p.flights.m[flightKey(tiers.Query{Tenant: "acme", Question: q}, false)]; f != nil {
 		return f.waiters
 	}
 	return 0
@@ -258,7 +284,7 @@ func waiters(p *Pipeline, q string) int {
 func joined(p *Pipeline, q string) bool {
 	p.flights.mu.Lock()
 	defer p.flights.mu.Unlock()
-	f := p.flights.m[flightKey("acme", q, false)]
+	f := p.flights.m[flightKey(tiers.Query{Tenant: "acme", Question: q}, false)]
 	return f != nil && f.done != nil
 }
 
@@ -449,7 +475,7 @@ func TestSharedAnswerIsReported(t *testing.T) {
 	<-entered
 	go func() { resc <- ask(t, p, "Where is my order") }()
 	deadline := time.Now().Add(5 * time.Second)
-	for !p.flights.joined(flightKey("acme", "where is my order", false)) {
+	for !p.flights.joined(flightKey(tiers.Query{Tenant: "acme", Question: "where is my order"}, false)) {
 		if time.Now().After(deadline) {
 			t.Fatal("the second question never joined the flight")
 		}

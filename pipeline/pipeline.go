@@ -103,6 +103,14 @@ type Options struct {
 	// retrieval stage, or 1s; negative: the asking tier's time limit
 	// bounds the retrieval.
 	RetrievalTimeout time.Duration
+	// Condenser, if set, rewrites a question with history into a
+	// standalone question before its documents are retrieved
+	// (tiers.Memo.Condense). The calls of its model go through the breaker
+	// "model/<id>" (the chat candidate's of that id, else one with the
+	// default settings) and its cooldown, each recorded as an attempt of
+	// tier "condense"; when it fails or is skipped, the question is
+	// searched for with the words of its earlier user turns.
+	Condenser *tiers.Condenser
 	// KnowledgeBase, if set, is reported by Status and reloaded by
 	// ReloadKnowledgeBase, and its version when a question starts is the
 	// one the question's Memo carries (tiers.Memo.KBVersion): an answer
@@ -138,6 +146,8 @@ type Pipeline struct {
 	embedder    cache.Embedder   // Options.Embedder, as it is
 	embedModel  tiers.Candidate  // the model behind embedder: its ID and cooldown
 	embedGuard  *breaker.Breaker // embedModel's breaker; nil: the embedder needs no guard
+	condenser   *tiers.Condenser // Options.Condenser
+	condenseB   *breaker.Breaker // the condensing model's breaker
 	memoK       int
 	retrieveFor time.Duration // Options.RetrievalTimeout, defaults filled in
 	kb          KnowledgeBase
@@ -226,6 +236,10 @@ func New(opts Options) (*Pipeline, error) {
 		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
 	}
 	p.retrieveFor = retrievalTimeout(opts)
+	if opts.Condenser != nil {
+		p.condenser = opts.Condenser
+		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
+	}
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		p.stages[i].after = after

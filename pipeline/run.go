@@ -37,7 +37,7 @@ func (p *Pipeline) lead(ctx context.Context, r *run, q tiers.Query, degraded boo
 	}
 	defer p.inflight.leave()
 	qn := question{run: r, ctx: ctx, budget: p.newBudget(ctx, start), degraded: degraded}
-	qn.q = p.startRun(r, ctx, q)
+	qn.q = p.startRun(r, ctx, q, degraded)
 	return qn.descend()
 }
 
@@ -101,16 +101,23 @@ func (r *run) settle(g *candidateGuard, cc *candidateCall, a Attempt) {
 	r.p.emit(Event{Kind: EventAttempt, Tenant: r.tenant, Tier: a.Tier, Attempt: a})
 }
 
-// startRun starts r, a new run, as the run of q, asked with ctx: its
-// attempt record and its Memo. It returns q with the Memo.
-func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query) tiers.Query {
+// startRun starts r, a new run, as the run of q, asked with ctx (over a
+// rate limit when degraded): its attempt record and its Memo. It returns
+// q with the Memo.
+func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded bool) tiers.Query {
 	r.p, r.caller, r.tenant = p, ctx, q.Tenant
 	r.guard.run = r
 	r.attempts = r.buf[:0]
-	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil) {
+	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil || p.condenser != nil) {
 		r.memo.K, r.memo.Embedder, r.memo.RetrievalTimeout = p.memoK, p.embedder, p.retrieveFor
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
+		}
+		if p.condenser != nil && len(q.History) > 0 {
+			g := &auxGuard{p: p, b: p.condenseB, caller: ctx, run: r, overQuota: degraded}
+			r.memo.Condense = func(ctx context.Context, q tiers.Query) (string, error) {
+				return p.condenser.Condense(ctx, g, q)
+			}
 		}
 		q.Memo = &r.memo
 	}

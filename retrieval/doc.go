@@ -42,6 +42,15 @@
 // side: a document reached by vector search alone needs
 // HybridConfig.MinSimilarity (default 0.3).
 //
+// # Follow-ups
+//
+// RetrieveFollowUp searches for a FollowUp ("and who pays the postage?"
+// after "I want to return a jacket") without any model: the question's
+// terms count in full, the words of its last ContextTurns earlier user
+// turns that some document contains at ContextWeight, halving per older
+// turn, in the score and the floor; they can let a document over the
+// floor but never keep one out.
+//
 // # Knowledge base and hybrid search
 //
 // KnowledgeBase loads Markdown articles with front matter and JSON Lines
@@ -68,13 +77,15 @@
 //
 //	go test -run '^$' -bench 'NewIndex|Retrieve|Hybrid' ./retrieval/
 //	go test ./retrieval -run 'TestRecallAt3|TestOutOfDomainGetsNoDocuments|TestConfusablePairs' -v
+//	go test ./retrieval -run 'TestFollowUp' -v
 //
 // The first times building the index and a query over testdata/kb and
 // 10,000 synthetic documents, and hybrid blending; the second measures
 // recall@3 over the paraphrased questions of testdata/kb-eval.jsonl, the
 // share of the out-of-domain questions of testdata/kb-ood.jsonl that get
 // no documents, and that questions differing in one word or number rank
-// different articles first. The field weights, synonyms and floor were
-// tuned on these sets, so their figures (docs/performance.md) are
-// optimistic for unseen questions.
+// different articles first; the third, recall@3 of the follow-up query
+// beside the bare question over testdata/kb-followups.jsonl. The weights,
+// synonyms and floor were tuned on these sets, so their figures
+// (docs/performance.md) are optimistic for unseen questions.
 package retrieval

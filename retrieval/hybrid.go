@@ -133,6 +133,13 @@ func (h *Hybrid) Retrieve(ctx context.Context, query string, k int) ([]Doc, erro
 // of the corpus, however it reloads meanwhile. A done ctx gives ctx.Err();
 // a lexical error is returned as is.
 func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
+	return h.retrieve(ctx, FollowUp{Question: query}, vec, k)
+}
+
+// retrieve is RetrieveVector for f: the lexical side searches for the
+// follow-up (see Index.RetrieveFollowUp), the vector side by f.Text().
+func (h *Hybrid) retrieve(ctx context.Context, f FollowUp, vec []float32, k int) ([]Doc, error) {
+	query := f.Text()
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -142,7 +149,7 @@ func (h *Hybrid) RetrieveVector(ctx context.Context, query string, vec []float32
 	n := max(h.cfg.Candidates, 3*k)
 	for try := 1; ; try++ {
 		src := h.source()
-		lex, err := src.lexical.Retrieve(ctx, query, n)
+		lex, err := RetrieveFollowUp(ctx, src.lexical, f, n)
 		if err != nil || h.cfg.Embedder == nil || isNoVector(vec) || len(tokens(query)) == 0 {
 			return trim(lex, k), err
 		}

@@ -158,7 +158,11 @@ func (ix *Index) retrieve(ctx context.Context, query string, k int, minCov float
 	if k <= 0 || len(ix.docs) == 0 {
 		return nil, nil
 	}
-	q := parseQuery(query)
+	return ix.search(ctx, parseQuery(query), k, minCov)
+}
+
+// search ranks the documents for the parsed query q; see retrieve.
+func (ix *Index) search(ctx context.Context, q query, k int, minCov float64) ([]Doc, error) {
 	if len(q.terms) == 0 {
 		return nil, nil
 	}

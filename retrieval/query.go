@@ -27,6 +27,13 @@ type query struct {
 	// units are the question's content units: each English term and each
 	// Chinese character outside hanStop, at most maxUnits.
 	units []string
+	// unitScale, when not nil, scales each unit's weight in the relevance
+	// floor (a follow-up's context units weigh less); nil means 1 for all.
+	unitScale []float64
+	// own, when not zero, marks the units of the question itself in a
+	// follow-up's query: a document covering enough of them passes the
+	// floor whatever it covers of the earlier turns.
+	own uint64
 }
 
 // accumulators are the per-document sums of one query, indexed by
@@ -127,28 +134,42 @@ func cjkPair(t string) (r1, r2 rune, ok bool) {
 // of q's unit weight, where a unit weighs its IDF in the index (the
 // highest for a unit no document has) and counts in full when covered by
 // a document's title or tags, at bodyShare when covered only by its body.
+// A unit's weight is scaled by q.unitScale; with q.own set, a document
+// that covers minCov of the own units' weight passes too, so the units of
+// a follow-up's earlier turns can let documents in but never keep one out.
 func (ix *Index) relevant(q query, touched []int32, acc *accumulators, minCov float64) []int32 {
 	if minCov <= 0 || len(q.units) == 0 {
 		return touched
 	}
 	uw := make([]float64, len(q.units))
-	total := 0.0
 	for i, u := range q.units {
 		uw[i] = ix.idf(len(ix.postingsOf(u)))
-		total += uw[i]
+		if q.unitScale != nil {
+			uw[i] *= q.unitScale[i]
+		}
 	}
+	all := uint64(1)<<len(q.units) - 1 // every unit; 64 units shift to 0, which wraps to all ones
+	total, ownTotal := weigh(all, 0, uw), weigh(q.own, 0, uw)
 	var out []int32
 	for _, d := range touched {
-		got := 0.0
-		for m := acc.headCovered[d]; m != 0; m &= m - 1 {
-			got += uw[bits.TrailingZeros64(m)]
-		}
-		for m := acc.covered[d] &^ acc.headCovered[d]; m != 0; m &= m - 1 {
-			got += bodyShare * uw[bits.TrailingZeros64(m)]
-		}
-		if got >= minCov*total {
+		head, body := acc.headCovered[d], acc.covered[d]&^acc.headCovered[d]
+		if weigh(head, body, uw) >= minCov*total ||
+			q.own != 0 && weigh(head&q.own, body&q.own, uw) >= minCov*ownTotal {
 			out = append(out, d)
 		}
 	}
 	return out
+}
+
+// weigh returns the weight of the units covered in head (in full) and in
+// body (at bodyShare), where unit i weighs uw[i].
+func weigh(head, body uint64, uw []float64) float64 {
+	got := 0.0
+	for m := head; m != 0; m &= m - 1 {
+		got += uw[bits.TrailingZeros64(m)]
+	}
+	for m := body; m != 0; m &= m - 1 {
+		got += bodyShare * uw[bits.TrailingZeros64(m)]
+	}
+	return got
 }

@@ -96,7 +96,8 @@ func (c *Cache) TenantLen(tenant string) int {
 }
 
 // Answer returns the cached answer to q (for a stale tier, also one
-// expired within the grace period), or an *Error of KindMiss. If the
+// expired within the grace period), or an *Error of KindMiss, at once for
+// a question with history: its answer depends on its conversation. If the
 // embedder fails, an exact match of the question may still answer;
 // otherwise the semantic_cache tier returns the embedding error, and the
 // stale tier misses.
@@ -106,6 +107,9 @@ func (c *Cache) Answer(ctx context.Context, q Query) (Answer, error) {
 	}
 	if c.cfg.Cache == nil {
 		return Answer{}, &Error{Kind: KindOther, Tier: c.cfg.Name, Err: errNoCache}
+	}
+	if len(q.History) > 0 {
+		return Answer{}, &Error{Kind: KindMiss, Tier: c.cfg.Name, Err: errConversation}
 	}
 	var kb uint64
 	if !c.cfg.Stale {
@@ -154,14 +158,14 @@ func (c *Cache) Invalidate(current uint64) int {
 }
 
 // Remember writes a back to the cache when it qualifies: c is not a stale
-// tier, a's source is in StoreFrom, it is complete (not Interrupted, not
+// tier, q has no history, a's source is in StoreFrom, it is complete (not Interrupted, not
 // empty), it was not made after the question's retrieval failed (its Memo
 // remembers that), and the knowledge base has not changed since the
 // question started: since the version its Memo holds (the pipeline takes
 // it when the question starts), else since the question reached Answer. A
 // question that carries no version yet is stored under the current one.
 func (c *Cache) Remember(ctx context.Context, q Query, a Answer) {
-	if c.cfg.Stale || c.cfg.Cache == nil || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
+	if c.cfg.Stale || c.cfg.Cache == nil || len(q.History) > 0 || a.Interrupted || strings.TrimSpace(a.Text) == "" ||
 		a.Source == SourceCache || a.Source == SourceStaleCache || !slices.Contains(c.cfg.StoreFrom, a.Source) {
 		return
 	}

@@ -33,6 +33,15 @@
 // next chunk is late. A call asked to Continue a partial answer streams
 // only the continuation.
 //
+// A Query may carry the earlier turns of its conversation (History). An
+// llm tier sends its HistoryTurns latest turns before the question,
+// within a bound on their size; documents are retrieved for the
+// conversation, as the Condenser's standalone rewrite of the question
+// when Memo.Condense is set and succeeds, else as a retrieval.FollowUp of
+// the question and its earlier user turns; the cache tiers neither serve
+// nor store a question with history. HistoryDigest tells conversations
+// apart for keys such as the pipeline's flight key.
+//
 // Memo holds what is done at most once per question and shared by the
 // tiers of one run: the embedding and the retrieved documents, failures
 // included, and the knowledge-base version the question started on. The

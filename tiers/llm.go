@@ -56,6 +56,11 @@ type LLMConfig struct {
 	ContextDocs int
 	// SystemPrompt replaces DefaultSystemPrompt.
 	SystemPrompt string
+	// HistoryTurns is how many of the latest turns of the question's
+	// conversation (Query.History) go into the prompt, within a bound on
+	// their size, the oldest dropped first; default DefaultHistoryTurns; a
+	// negative value sends none.
+	HistoryTurns int
 }
 
 // LLM is a tier that asks OpenAI-compatible models, trying its candidates
@@ -67,6 +72,7 @@ type LLM struct {
 	ret    retrieval.Retriever
 	k      int
 	system string
+	turns  int // LLMConfig.HistoryTurns
 }
 
 var _ Tier = (*LLM)(nil)
@@ -81,6 +87,7 @@ func NewLLM(cfg LLMConfig) *LLM {
 		ret:    cfg.Retriever,
 		k:      cfg.ContextDocs,
 		system: cfg.SystemPrompt,
+		turns:  cfg.HistoryTurns,
 	}
 	if l.source == "" {
 		l.source = SourcePrimary
@@ -133,7 +140,7 @@ func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 	if derr != nil {
 		return Answer{}, derr
 	}
-	msgs := buildMessages(l.system, q.Question, docs)
+	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
 	if err != nil {
 		return Answer{}, err
@@ -221,7 +228,7 @@ func (l *LLM) documents(ctx context.Context, q Query) ([]retrieval.Doc, *Error) 
 	if l.ret == nil {
 		return nil, nil
 	}
-	docs, err := q.Memo.Docs(ctx, l.ret, q.Question, l.k)
+	docs, err := q.Memo.Docs(ctx, l.ret, q, l.k)
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
 			kind := KindRetrieving

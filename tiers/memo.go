@@ -23,10 +23,17 @@ type Memo struct {
 	// Embedder, if set, embeds the question once for the semantic cache and
 	// for a retriever that implements retrieval.VectorRetriever.
 	Embedder cache.Embedder
-	// RetrievalTimeout, if > 0, is the retrieval's own time limit: it
-	// runs apart from the tier that asks first, which stops waiting when
-	// its own time runs out, and goes on for the tiers after it (see Docs).
-	// 0: the asking tier's context bounds the retrieval.
+	// Condense, if set, rewrites a question with history into a
+	// standalone question before its documents are retrieved (the
+	// pipeline sets a Condenser's Condense behind its guard). When it
+	// fails, retrieval searches for the question with the salient words of
+	// its earlier user turns.
+	Condense func(ctx context.Context, q Query) (string, error)
+	// RetrievalTimeout, if > 0, is the retrieval's own time limit (the
+	// rewrite and the embedding for it included): it runs apart from the
+	// tier that asks first, which stops waiting when its own time runs
+	// out, and goes on for the tiers after it (see Docs). 0: the asking
+	// tier's context bounds the retrieval.
 	RetrievalTimeout time.Duration
 
 	embOnce sync.Once
@@ -73,29 +80,32 @@ func (m *Memo) Embedding(ctx context.Context, e cache.Embedder, question string)
 	return m.vec, m.embErr
 }
 
-// Docs returns the k documents most relevant to question from r, retrieving
+// Docs returns the k documents most relevant to q from r, retrieving
 // max(k, m.K) on first use; later and concurrent calls wait for that
-// retrieval. With a nil m it always calls r. A retrieval that fails is
-// remembered, except one cut short because the context of its asker ended
-// (without RetrievalTimeout), or not even started because the embedding
-// took the asker's time: a later call then retrieves again. When ctx ends
-// first, Docs returns ctx.Err() at once; with RetrievalTimeout the
-// retrieval goes on for the next call.
-func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, question string, k int) ([]retrieval.Doc, error) {
-	return m.documents(ctx, r, question, k, true)
+// retrieval. With a nil m it always calls r. A question with history is
+// searched for with its conversation: rewritten by m.Condense when that
+// succeeds, else as a retrieval.FollowUp of its question and earlier user
+// turns. A retrieval that fails is remembered, except one cut short
+// because the context of its asker ended (without RetrievalTimeout), or not
+// even started because the rewrite or the embedding took the asker's time:
+// a later call then retrieves again. When ctx ends first, Docs returns
+// ctx.Err() at once; with RetrievalTimeout the retrieval goes on for the
+// next call.
+func (m *Memo) Docs(ctx context.Context, r retrieval.Retriever, q Query, k int) ([]retrieval.Doc, error) {
+	return m.documents(ctx, r, q, k, true)
 }
 
 // documents implements Docs; without detach (the retrieval tier, whose
 // own time limit is the one that matters to it) a retrieval it starts
 // runs under ctx whatever its deadline.
-func (m *Memo) documents(ctx context.Context, r retrieval.Retriever, question string, k int, detach bool) ([]retrieval.Doc, error) {
+func (m *Memo) documents(ctx context.Context, r retrieval.Retriever, q Query, k int, detach bool) ([]retrieval.Doc, error) {
 	if m == nil {
-		return r.Retrieve(ctx, question, k)
+		return retrieval.RetrieveFollowUp(ctx, r, q.followUp(), k)
 	}
 	start := time.Now()
 	defer func() { m.waited.Add(int64(time.Since(start))) }()
 	for {
-		ready := m.startDocs(ctx, r, question, k, detach)
+		ready := m.startDocs(ctx, r, q, k, detach)
 		select {
 		case <-ready:
 		case <-ctx.Done():
@@ -110,7 +120,7 @@ func (m *Memo) documents(ctx context.Context, r retrieval.Retriever, question st
 		case err != nil:
 			return nil, err
 		default:
-			return docs[:min(len(docs), k)], nil // without a Memo, the retriever's word
+			return docs[:min(len(docs), k)], nil
 		}
 	}
 }
@@ -129,7 +139,7 @@ func (m *Memo) Waited() time.Duration {
 // done. The retrieval runs before startDocs returns, under ctx and
 // RetrievalTimeout, unless detach is set and ctx may end before that
 // limit: then it runs in a goroutine of its own, under the limit alone.
-func (m *Memo) startDocs(ctx context.Context, r retrieval.Retriever, question string, k int, detach bool) chan struct{} {
+func (m *Memo) startDocs(ctx context.Context, r retrieval.Retriever, q Query, k int, detach bool) chan struct{} {
 	m.docsMu.Lock()
 	if ready := m.docsReady; ready != nil {
 		m.docsMu.Unlock()
@@ -145,7 +155,7 @@ func (m *Memo) startDocs(ctx context.Context, r retrieval.Retriever, question st
 		if limit > 0 {
 			rctx, cancel = context.WithTimeout(ctx, limit)
 		}
-		docs, err := m.retrieve(rctx, r, question, n)
+		docs, err := m.retrieve(rctx, r, q, n)
 		cancel()
 		m.finishDocs(ready, docs, err, err != nil && ctx.Err() != nil)
 		return ready
@@ -153,7 +163,7 @@ func (m *Memo) startDocs(ctx context.Context, r retrieval.Retriever, question st
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), limit)
 	go func() {
 		defer cancel()
-		docs, err := m.retrieve(rctx, r, question, n)
+		docs, err := m.retrieve(rctx, r, q, n)
 		m.finishDocs(ready, docs, err, false)
 	}()
 	return ready
@@ -171,29 +181,55 @@ func (m *Memo) finishDocs(ready chan struct{}, docs []retrieval.Doc, err error, 
 	close(ready)
 }
 
-// retrieve asks r for n documents, by the question's vector when r can
-// rank by one. A panic of r is returned as an error.
-func (m *Memo) retrieve(ctx context.Context, r retrieval.Retriever, question string, n int) (docs []retrieval.Doc, err error) {
+// retrieve asks r for n documents about q (see search), by vector when r
+// ranks by one. A panic of r is returned as an error.
+func (m *Memo) retrieve(ctx context.Context, r retrieval.Retriever, q Query, n int) (docs []retrieval.Doc, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			docs, err = nil, &Error{Kind: KindOther, Tier: "retrieval", Err: fmt.Errorf("retriever panicked: %v", v)}
 		}
 	}()
-	vr, byVector := r.(retrieval.VectorRetriever)
-	byVector = byVector && m.Embedder != nil
-	var vec []float32
-	if byVector {
-		if vec, err = m.Embedding(ctx, m.Embedder, question); err != nil {
-			vec = retrieval.NoVector // rank lexically; do not embed again
-		}
-	}
+	f := m.search(ctx, q)
+	vec := m.vector(ctx, r, q, f)
 	if err := ctx.Err(); err != nil {
 		return nil, err // the retriever was not asked: not a failed retrieval
 	}
-	if byVector {
-		return vr.RetrieveVector(ctx, question, vec, n)
+	return retrieval.RetrieveFollowUpVector(ctx, r, f, vec, n)
+}
+
+// search returns what q's documents are retrieved for: its question alone,
+// its rewrite by m.Condense, or its question with its earlier user turns.
+func (m *Memo) search(ctx context.Context, q Query) retrieval.FollowUp {
+	f := q.followUp()
+	if len(f.Previous) == 0 || m.Condense == nil {
+		return f
 	}
-	return r.Retrieve(ctx, question, n)
+	if s, err := m.Condense(ctx, q); err == nil {
+		return retrieval.FollowUp{Question: s}
+	}
+	return f
+}
+
+// vector returns the embedding of f's text for r, nil when r does not
+// rank by vector or m has no Embedder, and retrieval.NoVector when
+// embedding failed. The question's own embedding is shared with the
+// semantic cache; another text (a follow-up's, a rewrite) is embedded for
+// retrieval alone.
+func (m *Memo) vector(ctx context.Context, r retrieval.Retriever, q Query, f retrieval.FollowUp) []float32 {
+	if _, ok := r.(retrieval.VectorRetriever); !ok || m.Embedder == nil {
+		return nil
+	}
+	var vec []float32
+	var err error
+	if text := f.Text(); text == q.Question {
+		vec, err = m.Embedding(ctx, m.Embedder, q.Question)
+	} else {
+		vec, err = embedOne(ctx, m.Embedder, text)
+	}
+	if err != nil {
+		return retrieval.NoVector // rank lexically; do not embed again
+	}
+	return vec
 }
 
 // retrievalFailed reports whether the question's retrieval was tried and

@@ -32,7 +32,7 @@ func TestMemoDocsAfterEmbeddingHung(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	defer cancel()
-	if _, err := m.Docs(ctx, ret, q.Question, 5); err == nil {
+	if _, err := m.Docs(ctx, ret, q, 5); err == nil {
 		t.Fatal("Docs with the embedding hung: no error")
 	}
 
@@ -77,10 +77,10 @@ func TestMemoDocsCutWithTheTierIsNotRemembered(t *testing.T) {
 	m := &Memo{K: 3}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
-	if _, err := m.Docs(ctx, ret, "returns", 3); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.Docs(ctx, ret, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Docs past the tier's time: %v, want its deadline", err)
 	}
-	docs, err := m.Docs(context.Background(), ret, "returns", 3)
+	docs, err := m.Docs(context.Background(), ret, Query{Question: "returns"}, 3)
 	if err != nil || len(docs) != 3 {
 		t.Fatalf("Docs for the next tier: %v, %v; want the documents", docs, err)
 	}
@@ -99,13 +99,13 @@ func TestMemoDocsOutliveTheAskingTier(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	if _, err := m.Docs(ctx, ret, "returns", 3); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.Docs(ctx, ret, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Docs past the tier's time: %v, want its deadline", err)
 	}
 	if waited := time.Since(start); waited > 50*time.Millisecond {
 		t.Fatalf("the tier waited %v, past its own time", waited)
 	}
-	docs, err := m.Docs(context.Background(), ret, "returns", 2)
+	docs, err := m.Docs(context.Background(), ret, Query{Question: "returns"}, 2)
 	if err != nil || len(docs) != 2 || ret.calls.Load() != 1 {
 		t.Fatalf("Docs for the next tier: %v, %v after %d calls; want two documents, one retrieval", docs, err, ret.calls.Load())
 	}
@@ -115,10 +115,10 @@ func TestMemoDocsOutliveTheAskingTier(t *testing.T) {
 
 	slow := &slowRetriever{delay: time.Hour}
 	m = &Memo{RetrievalTimeout: 20 * time.Millisecond}
-	if _, err := m.Docs(context.Background(), slow, "returns", 3); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := m.Docs(context.Background(), slow, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Docs past the retrieval's own limit: %v", err)
 	}
-	if _, err := m.Docs(context.Background(), slow, "returns", 3); err == nil || slow.calls.Load() != 1 || !m.retrievalFailed() {
+	if _, err := m.Docs(context.Background(), slow, Query{Question: "returns"}, 3); err == nil || slow.calls.Load() != 1 || !m.retrievalFailed() {
 		t.Fatalf("after the retrieval's own timeout: %v, %d calls; want the failure remembered", err, slow.calls.Load())
 	}
 }

@@ -32,9 +32,10 @@ func DetectLanguage(s string) string {
 	return "en"
 }
 
-// buildMessages returns the RAG prompt: the system prompt, then one user
-// message with the numbered documents and the question.
-func buildMessages(system, question string, docs []retrieval.Doc) []openai.ChatCompletionMessage {
+// buildMessages returns the RAG prompt: the system prompt, the earlier
+// turns of the conversation (history, as historyMessages gives them), then
+// one user message with the numbered documents and the question.
+func buildMessages(system, question string, history []openai.ChatCompletionMessage, docs []retrieval.Doc) []openai.ChatCompletionMessage {
 	question = strings.TrimSpace(question)
 	size := len("Documents:\n") + len("Question: ") + len(question)
 	for _, d := range docs {
@@ -61,10 +62,10 @@ func buildMessages(system, question string, docs []retrieval.Doc) []openai.ChatC
 	}
 	b.WriteString("Question: ")
 	b.WriteString(question)
-	return []openai.ChatCompletionMessage{
-		{Role: openai.ChatMessageRoleSystem, Content: system},
-		{Role: openai.ChatMessageRoleUser, Content: b.String()},
-	}
+	msgs := make([]openai.ChatCompletionMessage, 0, len(history)+2)
+	msgs = append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: system})
+	msgs = append(msgs, history...)
+	return append(msgs, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleUser, Content: b.String()})
 }
 
 // writeOneLine writes s to b with its runs of white space (line breaks

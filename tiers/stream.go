@@ -113,7 +113,7 @@ func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answe
 	if derr != nil {
 		return Answer{}, derr
 	}
-	msgs := buildMessages(l.system, q.Question, docs)
+	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}

@@ -25,6 +25,12 @@ type Query struct {
 	Tenant   string
 	Session  string
 	Question string
+	// History holds the earlier turns of the question's conversation,
+	// oldest first; empty for a lone question. The LLM tiers send the
+	// latest of them with the question, the documents are retrieved for
+	// the conversation, and the cache tiers neither serve nor store a
+	// question that has them.
+	History []Turn
 
 	// Memo shares per-question work (retrieval, embedding) between the
 	// tiers of one run. The pipeline sets it; nil means every tier does

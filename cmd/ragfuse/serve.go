@@ -89,6 +89,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 		return fail(err)
 	}
 	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, AdminKeys: adminKeys, Notes: notes(cfg.Notes),
+		OpenAI: api.OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent},
 		Logger: logger, Observer: obs, Registry: reg}
 	if upstream != nil {
 		acfg.Demo, acfg.DemoModels = upstream, demoModels
@@ -106,6 +107,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
+		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes,
 		ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections}
 }
 
