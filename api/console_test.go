@@ -227,8 +227,11 @@ func TestConsoleDemoFaultSwitch(t *testing.T) {
 // refused until the operator types a key; the key typed is then sent as
 // a bearer token, for the live feed and the admin actions alike.
 func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
-	const key = "sk-console-test"
-	h := newHarness(t, harnessOptions{api: func(c *Config) { c.Keys = map[string]string{key: "acme"} }})
+	const tenantKey, adminKey = "sk-console-tenant", "sk-console-admin"
+	h := newHarness(t, harnessOptions{api: func(c *Config) {
+		c.Keys = map[string]string{tenantKey: "acme"}
+		c.AdminKeys = map[string]string{adminKey: "ops"}
+	}})
 	b := browsertest.New(t)
 	b.ExpectFailedLoad("/v1/events")
 	b.ExpectFailedLoad("/v1/admin/")
@@ -248,14 +251,20 @@ func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
 	b.Click("#reset-all")
 	b.Click("#confirm-ok")
 	b.WaitText("#admin-msg", "Reset every breaker: refused, HTTP 401 (unauthorized: an Authorization: Bearer <key> header is required) — type the admin key")
+
+	// A tenant's key is a key, but not an admin's: refused with 403.
+	b.TypeInto("#admin-key", tenantKey)
+	b.Click("#reset-all")
+	b.Click("#confirm-ok")
+	b.WaitText("#admin-msg", "Reset every breaker: refused, HTTP 403 (forbidden: this route needs an admin key (auth.admin_keys)) — this key may not use admin actions")
 	if after := h.p.Status().KnowledgeBase.Version; after != before {
-		t.Errorf("knowledge base reloaded without a key: version %d -> %d", before, after)
+		t.Errorf("knowledge base reloaded without an admin key: version %d -> %d", before, after)
 	}
 	if tripped.State() != breaker.StateOpen {
-		t.Error("breakers reset without a key")
+		t.Error("breakers reset without an admin key")
 	}
 
-	b.TypeInto("#admin-key", key)
+	b.TypeInto("#admin-key", adminKey)
 	b.WaitText("#conn", "live")
 	b.WaitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "open")
 	b.Click("#reset-all")
@@ -263,7 +272,7 @@ func TestConsoleAdminRefusedWithoutKey(t *testing.T) {
 	b.WaitText("#admin-msg", "Reset every breaker: done")
 	b.WaitText(`#breakers tr[data-breaker="tier/retrieval"] [data-role="state"]`, "closed")
 	if tripped.State() != breaker.StateClosed {
-		t.Error("reset with the key did not close the breaker")
+		t.Error("reset with the admin key did not close the breaker")
 	}
 	b.Check()
 }

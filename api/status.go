@@ -86,12 +86,41 @@ type TripInfo struct {
 	At      time.Time `json:"at"`
 }
 
-// status serves GET /v1/status.
+// TenantStatusResponse is the body of GET /v1/status for a tenant (a
+// tenant's key, or a client other than loopback when no keys are
+// configured): the tiers in order, the breakers' states, from which a
+// frontend may show a banner, and the tenant's own cache entries.
+type TenantStatusResponse struct {
+	Tenant   string                 `json:"tenant"`
+	Tiers    []TierInfo             `json:"tiers"`
+	Breakers []BreakerState         `json:"breakers"`
+	Caches   []pipeline.CacheStatus `json:"caches"` // the tenant's entries
+}
+
+// BreakerState is a breaker as a tenant sees it: its state, and until
+// when it stays open.
+type BreakerState struct {
+	Name      string     `json:"name"`
+	State     string     `json:"state"` // closed, half_open, open
+	OpenUntil *time.Time `json:"open_until,omitempty"`
+}
+
+// status serves GET /v1/status: the full StatusResponse to an admin (an
+// admin key, or a loopback client when no keys are configured), the
+// TenantStatusResponse of the requesting tenant to anyone else allowed in.
+// Without keys, the tenant is named by X-Ragfuse-Tenant or ?tenant_id=.
 func (s *Server) status(c echo.Context) error {
+	name, err := s.admin(c)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return s.tenantStatus(c)
+	}
 	return c.JSON(http.StatusOK, s.statusBody())
 }
 
-// statusBody returns the body of GET /v1/status.
+// statusBody returns the full body of GET /v1/status, an admin's.
 func (s *Server) statusBody() StatusResponse {
 	st := s.p.Status()
 	out := StatusResponse{
@@ -119,6 +148,29 @@ func (s *Server) statusBody() StatusResponse {
 		out.Caches = append(out.Caches, s.obs.caches.info(c))
 	}
 	return out
+}
+
+// tenantStatus serves GET /v1/status to a tenant.
+func (s *Server) tenantStatus(c echo.Context) error {
+	requested := c.Request().Header.Get(HeaderTenant)
+	if requested == "" {
+		requested = c.QueryParam("tenant_id")
+	}
+	tenant, err := resolveTenant(c, requested)
+	if err != nil {
+		return err
+	}
+	st := s.p.Status()
+	out := TenantStatusResponse{Tenant: tenant, Tiers: make([]TierInfo, 0, len(st.Tiers)),
+		Breakers: make([]BreakerState, 0, len(st.Breakers)), Caches: nonNil(s.p.TenantCaches(tenant))}
+	for _, t := range st.Tiers {
+		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
+	}
+	for _, b := range st.Breakers {
+		bi := breakerInfo(b)
+		out.Breakers = append(out.Breakers, BreakerState{Name: bi.Name, State: bi.State, OpenUntil: bi.OpenUntil})
+	}
+	return c.JSON(http.StatusOK, out)
 }
 
 // finiteRate returns rps, or 0 for NaN or ±Inf, which JSON cannot carry
@@ -174,7 +226,7 @@ func (s *Server) readyz(c echo.Context) error {
 func (s *Server) reload(c echo.Context) error {
 	before := s.p.Status().KnowledgeBase.Version
 	if err := s.p.ReloadKnowledgeBase(); err != nil {
-		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed",
+		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed", slog.String("admin", adminName(c)),
 			slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
 		if errors.Is(err, pipeline.ErrNoKnowledgeBase) {
 			return newError(http.StatusConflict, CodeReloadFailed, "this server has no knowledge base to reload")
@@ -182,7 +234,7 @@ func (s *Server) reload(c echo.Context) error {
 		return newError(http.StatusInternalServerError, CodeReloadFailed, "reload failed; the previous knowledge base stays in use")
 	}
 	after := s.p.Status().KnowledgeBase.Version
-	s.log.Info("knowledge base reloaded", "request_id", requestID(c), "version", after)
+	s.log.Info("knowledge base reloaded", "admin", adminName(c), "request_id", requestID(c), "version", after)
 	return c.JSON(http.StatusOK, map[string]any{"reloaded": true, "previous_version": before, "version": after})
 }
 
@@ -243,7 +295,7 @@ func (s *Server) tripBreaker(c echo.Context) error {
 			"the static tier is the answer of last resort; its breaker cannot be tripped")
 	}
 	b.Trip()
-	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "request_id", requestID(c))
+	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "admin", adminName(c), "request_id", requestID(c))
 	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
 }
 
@@ -274,7 +326,8 @@ func (s *Server) resetBreaker(c echo.Context) error {
 		if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
 			cooled = s.p.EndCooldown(id)
 		}
-		s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "request_id", requestID(c))
+		s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "admin", adminName(c),
+			"request_id", requestID(c))
 		out = append(out, breakerInfo(b.Snapshot()))
 	}
 	if !every {

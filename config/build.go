@@ -77,8 +77,8 @@ func options(cfg Config, env Env) (pipeline.Options, error) {
 		return pipeline.Options{}, err
 	}
 	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
-	if cfg.Redis.URL != "" && env.BreakerStore == nil {
-		if err := b.openShared(); err != nil {
+	if url := redisURL(cfg.Redis, env.Getenv); url != "" && env.BreakerStore == nil {
+		if err := b.openShared(url); err != nil {
 			return pipeline.Options{}, err
 		}
 	}
@@ -133,6 +133,7 @@ func (b *builder) options() (pipeline.Options, error) {
 	opts := pipeline.Options{
 		Tiers:            stages,
 		RequestTimeout:   b.cfg.Server.RequestTimeout,
+		RetrievalTimeout: b.cfg.KnowledgeBase.Timeout,
 		Clock:            b.env.Clock,
 		Observer:         b.env.Observer,
 		RateLimit:        rateLimit(b.cfg.RateLimit),
@@ -249,7 +250,8 @@ func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 // what the semantic cache stored.
 func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	if b.cache == nil {
-		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries}
+		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries,
+			MaxTenants: tc.Cache.MaxTenants}
 		for _, t := range b.cfg.Tiers {
 			if t.Kind == KindStaleCache {
 				cc.Grace = max(cc.Grace, t.Cache.Grace)

@@ -48,18 +48,32 @@ type Server struct {
 	DefaultLanguage  string        `yaml:"default_language"`   // notes without Accept-Language or a question in a known script: "zh" or "en"; default "zh"
 	MaxHistoryTurns  int           `yaml:"max_history_turns"`  // turns of history a question keeps, the oldest beyond dropped; default 20
 	MaxHistoryBytes  int           `yaml:"max_history_bytes"`  // bytes of the turns kept; more is 413 history_too_long; default 16384
+	ReadTimeout      time.Duration `yaml:"read_timeout"`       // a request's headers and body must arrive within it, or 408; default 10s
+	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // a kept-alive connection with no request is closed after it; default 120s
+	MaxConnections   int           `yaml:"max_connections"`    // connections open at once; one more waits briefly, then is closed; default 10000
 }
 
-// Auth lists API keys. With no keys, requests are not authenticated and
-// the tenant comes from the request body. ResolveKeys reads the keys.
+// Auth lists API keys: tenant keys ask questions, admin keys use the
+// admin routes and the full status. With no keys at all, requests are not
+// authenticated, the tenant comes from the request body, and the admin
+// routes answer loopback clients only. ResolveKeys and ResolveAdminKeys
+// read the keys.
 type Auth struct {
-	Keys []AuthKey `yaml:"keys"`
+	Keys      []AuthKey  `yaml:"keys"`
+	AdminKeys []AdminKey `yaml:"admin_keys"`
 }
 
 // AuthKey maps the API key held in environment variable KeyEnv to a tenant.
 type AuthKey struct {
 	KeyEnv string `yaml:"key_env"`
 	Tenant string `yaml:"tenant"`
+}
+
+// AdminKey is an admin key held in environment variable KeyEnv; Name
+// (1-64 of A-Z a-z 0-9 _ . -) names it in the log lines of admin actions.
+type AdminKey struct {
+	KeyEnv string `yaml:"key_env"`
+	Name   string `yaml:"name"`
 }
 
 // Model is one OpenAI-compatible model endpoint.
@@ -74,6 +88,10 @@ type Model struct {
 // KnowledgeBase says where the knowledge base is.
 type KnowledgeBase struct {
 	Path string `yaml:"path"` // a folder of Markdown and JSON Lines files; no default (required by a retrieval tier)
+	// Timeout bounds a question's retrieval, whichever tier asks for it,
+	// apart from that tier's own time limit; default: the first retrieval
+	// tier's timeout, or 1s.
+	Timeout time.Duration `yaml:"timeout"`
 	// Condense, if set, lets a model rewrite a question with history into
 	// a standalone question before retrieval (tiers.Condenser).
 	Condense *Condense `yaml:"condense"`
@@ -95,6 +113,7 @@ type OpenAI struct {
 // Redis enables shared breaker state and rate limits.
 type Redis struct {
 	URL       string        `yaml:"url"`        // empty: state stays in this process
+	URLEnv    string        `yaml:"url_env"`    // the environment variable holding the whole URL (password included), instead of url
 	Prefix    string        `yaml:"prefix"`     // key namespace; default "ragfuse"
 	OpTimeout time.Duration `yaml:"op_timeout"` // bound of every Redis call; default 50ms
 }
@@ -178,6 +197,7 @@ type CacheTier struct {
 	Similarity float64       `yaml:"similarity"`                       // default 0.92
 	TTL        time.Duration `yaml:"ttl"`                              // default 24h
 	MaxEntries int           `yaml:"max_entries"`                      // per tenant; default 10000
+	MaxTenants int           `yaml:"max_tenants"`                      // tenants held; the least recently used is dropped; default 10000
 	StoreFrom  []string      `yaml:"store_from" kind:"semantic_cache"` // primary and/or fallback; default [primary]; []: none
 	Grace      time.Duration `yaml:"grace" kind:"stale_cache"`         // how long past expiry an entry may be served; default 1h
 }

@@ -31,9 +31,10 @@
 // # Secrets
 //
 // The file holds only the names of environment variables. CheckEnv
-// reports api_key_env variables that are unset; ResolveKeys reads
-// auth.keys into the key -> tenant map the HTTP server takes. Values never
-// appear in an error.
+// reports api_key_env and redis.url_env variables that are unset;
+// ResolveKeys and ResolveAdminKeys read auth.keys and auth.admin_keys into
+// the key -> tenant and key -> name maps the HTTP server takes (an admin key
+// that is also a tenant's is refused). Values never appear in an error.
 //
 // # Building
 //
@@ -41,9 +42,10 @@
 // opens the knowledge base (or takes Env.KnowledgeBase), makes one
 // go-openai client per model, one cache and embedder shared by the cache
 // tiers (blended into a hybrid retriever so a question is embedded once),
-// and the stages with their breakers and bulkheads. With redis.url it
-// opens a breaker/redisstore Store under redis.prefix, whose breakers and
-// rate limits every instance shares; the pipeline's Close closes it. An
+// and the stages with their breakers and bulkheads. With redis.url (or
+// the URL in the variable redis.url_env) it opens a breaker/redisstore
+// Store under redis.prefix, whose breakers and rate limits every instance
+// shares; the pipeline's Close closes it. An
 // unreachable Redis does not fail Build: the pipeline runs on local state
 // until Redis answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at

@@ -23,7 +23,7 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 		return breaker.Failure
 	}
 	// rate_limited, context_length, content_filter, bad_request, canceled,
-	// no_docs, miss, unavailable: not the service's failure.
+	// no_docs, miss, unavailable, retrieving: not the service's failure.
 	return breaker.Ignored
 }
 
@@ -50,8 +50,12 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	r, s := c.run, c.stage
 	q := c.q
 	q.Guard = c.guard
+	waited := q.Memo.Waited()
 	a, err := callTier(ctx, s.Tier, q, c.sr)
 	c.elapsed = time.Since(c.start)
+	if s.source != tiers.SourceRetrieval { // the retrieval tier's time is its own work
+		c.retrieving = q.Memo.Waited() - waited
+	}
 	c.kind = tiers.KindOf(err)
 	if err != nil {
 		c.why = describe(err)

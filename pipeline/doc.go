@@ -36,7 +36,12 @@
 // Options.EmbedderModel has its breaker and cooldown like a chat model,
 // and so has the model of Options.Condenser, which rewrites a question
 // with history before retrieval, each of its calls and skips an attempt
-// of tier "condense" (auxGuard serves both).
+// of tier "condense" (auxGuard serves both). The retrieval has its own
+// time limit (Options.RetrievalTimeout): a tier whose time runs out while
+// it waits for the documents calls no model and ends as retrieving, which
+// its breaker ignores, and the retrieval goes on for the next tier; no
+// breaker but the retrieval tier's counts the time a tier waited for
+// documents.
 //
 // # Classification
 //
@@ -47,7 +52,8 @@
 //	429                                             ignored   the model cools down for Retry-After
 //	                                                          (at most 24h) or its cooldown
 //	400 (context length, content filter, other),    ignored   next tier
-//	cache miss, no documents, every candidate skipped
+//	cache miss, no documents, every candidate skipped,
+//	the time ran out waiting for documents (retrieving)
 //	caller gone (its context ended or its deadline  ignored   stop: ctx.Err()
 //	passed), a receiver's error in Stream
 //

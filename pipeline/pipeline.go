@@ -32,8 +32,9 @@ var (
 
 // Defaults of Options.
 const (
-	defaultRequestTimeout = 12 * time.Second
-	defaultCooldown       = 10 * time.Second
+	defaultRequestTimeout   = 12 * time.Second
+	defaultCooldown         = 10 * time.Second
+	defaultRetrievalTimeout = time.Second
 )
 
 // Stage is one tier of a pipeline with the settings of its guards.
@@ -98,6 +99,12 @@ type Options struct {
 	// EmbedderCooldown is how long the embedding model is skipped after a
 	// 429 without Retry-After; default Cooldown.
 	EmbedderCooldown time.Duration
+	// RetrievalTimeout is the time limit of a question's retrieval, apart
+	// from the time limit of the tier that asks for the documents first
+	// (tiers.Memo.RetrievalTimeout); default: the Timeout of the first
+	// retrieval stage, or 1s; negative: the asking tier's time limit
+	// bounds the retrieval.
+	RetrievalTimeout time.Duration
 	// Condenser, if set, rewrites a question with history into a
 	// standalone question before its documents are retrieved
 	// (tiers.Memo.Condense). The calls of its model go through the breaker
@@ -148,6 +155,7 @@ type Pipeline struct {
 	condenser   *tiers.Condenser // Options.Condenser
 	condenseB   *breaker.Breaker // the condensing model's breaker
 	memoK       int
+	retrieveFor time.Duration // Options.RetrievalTimeout, defaults filled in
 	kb          KnowledgeBase
 	cooldown    time.Duration
 	cool        cooldowns
@@ -235,6 +243,7 @@ func New(opts Options) (*Pipeline, error) {
 		names[name] = true
 		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
 	}
+	p.retrieveFor = retrievalTimeout(opts)
 	if opts.Condenser != nil {
 		p.condenser = opts.Condenser
 		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
@@ -245,6 +254,23 @@ func New(opts Options) (*Pipeline, error) {
 		after += p.reserve(p.stages[i])
 	}
 	return p, nil
+}
+
+// retrievalTimeout returns opts.RetrievalTimeout with its default filled
+// in, 0 for none.
+func retrievalTimeout(opts Options) time.Duration {
+	switch {
+	case opts.RetrievalTimeout < 0:
+		return 0
+	case opts.RetrievalTimeout > 0:
+		return opts.RetrievalTimeout
+	}
+	for _, st := range opts.Tiers {
+		if st.Tier.Source() == tiers.SourceRetrieval && st.Timeout > 0 {
+			return st.Timeout
+		}
+	}
+	return defaultRetrievalTimeout
 }
 
 // newStage readies st, the last stage if last: its breakers, its bulkhead

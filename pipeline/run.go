@@ -109,7 +109,7 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 	r.guard.run = r
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil || p.condenser != nil) {
-		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
+		r.memo.K, r.memo.Embedder, r.memo.RetrievalTimeout = p.memoK, p.embedder, p.retrieveFor
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
 		}

@@ -55,6 +55,9 @@ type StoreStatus struct {
 // sizer is a tier that knows how many entries it holds (the caches).
 type sizer interface{ Len() int }
 
+// tenantSizer is a tier that knows how many entries a tenant holds.
+type tenantSizer interface{ TenantLen(tenant string) int }
+
 // healther is a breaker store that knows whether it is reachable.
 type healther interface{ Healthy() bool }
 
@@ -89,6 +92,18 @@ func (p *Pipeline) Status() Status {
 	}
 	st.Cooldowns = p.cool.list(p.clock.Now())
 	return st
+}
+
+// TenantCaches returns, for each cache tier, the number of entries
+// tenant holds there: the figures a tenant may see of the caches.
+func (p *Pipeline) TenantCaches(tenant string) []CacheStatus {
+	var out []CacheStatus
+	for _, s := range p.stages {
+		if c, ok := s.Tier.(tenantSizer); ok {
+			out = append(out, CacheStatus{Tier: s.name, Entries: c.TenantLen(tenant)})
+		}
+	}
+	return out
 }
 
 // EndCooldown ends the cooldown of model id (a candidate's ID), so that

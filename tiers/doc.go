@@ -47,6 +47,9 @@
 // Memo holds what is done at most once per question and shared by the
 // tiers of one run: the embedding and the retrieved documents, failures
 // included, and the knowledge-base version the question started on. The
+// retrieval has its own time limit (Memo.RetrievalTimeout): an llm tier
+// whose time runs out first stops waiting with KindRetrieving, having
+// called no model, and the retrieval goes on for the next tier. The
 // semantic cache writes back only complete answers from its StoreFrom
 // sources, built on that version with their documents.
 //

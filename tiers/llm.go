@@ -137,7 +137,10 @@ func (l *LLM) DocsWanted() int {
 // returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
 // the last call's error.
 func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
-	docs := l.documents(ctx, q)
+	docs, derr := l.documents(ctx, q)
+	if derr != nil {
+		return Answer{}, derr
+	}
 	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	a, err := l.each(ctx, q.Guard, func(ctx context.Context, c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
 	if err != nil {
@@ -220,16 +223,26 @@ func callReleased(ctx context.Context, tier string, c Candidate, call func(conte
 }
 
 // documents returns the prompt's documents; a failed retrieval leaves the
-// prompt without documents, and the model says it cannot answer.
-func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
+// prompt without documents, and the model says it cannot answer. When ctx
+// ends while the retrieval is under way, no model can be called in time:
+// it returns an *Error of KindRetrieving (KindCanceled if the caller went
+// away), which names no model, so that no model is blamed.
+func (l *LLM) documents(ctx context.Context, q Query) ([]retrieval.Doc, *Error) {
 	if l.ret == nil {
-		return nil
+		return nil, nil
 	}
 	docs, err := q.Memo.Docs(ctx, l.ret, q, l.k)
 	if err != nil {
-		return nil
+		if ce := ctx.Err(); ce != nil {
+			kind := KindRetrieving
+			if errors.Is(ce, context.Canceled) {
+				kind = KindCanceled
+			}
+			return nil, &Error{Kind: kind, Tier: l.name, Err: err}
+		}
+		return nil, nil
 	}
-	return docs[:min(len(docs), l.k)] // without a Memo, the retriever's word
+	return docs[:min(len(docs), l.k)], nil // without a Memo, the retriever's word
 }
 
 // call makes one chat completion call to c.

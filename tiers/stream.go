@@ -109,7 +109,10 @@ func continueMessages(msgs []openai.ChatCompletionMessage, question, partial, pr
 // has sent its finish reason, losing the usage chunk or [DONE] is no
 // failure: the answer is whole, its usage counted from the chunks.
 func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answer, error) {
-	docs := l.documents(ctx, q)
+	docs, derr := l.documents(ctx, q)
+	if derr != nil {
+		return Answer{}, derr
+	}
 	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)

@@ -92,6 +92,10 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	if err != nil {
 		return fail(err)
 	}
+	adminKeys, err := config.ResolveAdminKeys(cfg.Auth, getenv)
+	if err != nil {
+		return fail(err)
+	}
 	tracer, err := startTracing(a, cfg.Tracing, getenv, logger)
 	if err != nil {
 		return fail(err)
@@ -103,7 +107,7 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	if err != nil {
 		return fail(err)
 	}
-	acfg := api.Config{Pipeline: a.pipeline, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
+	acfg := api.Config{Pipeline: a.pipeline, Server: serverOptions(cfg.Server), Keys: keys, AdminKeys: adminKeys, Notes: notes(cfg.Notes),
 		OpenAI: api.OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent},
 		Logger: logger, Observer: obs, Registry: reg, Tracer: tracer, Console: api.ConsoleOptions{ShowQuestions: cfg.Console.ShowQuestions},
 		APIKeyEnvs: apiKeyEnvs(cfg.Models)}
@@ -147,7 +151,8 @@ func apiKeyEnvs(models map[string]config.Model) map[string]string {
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
-		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes}
+		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes,
+		ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections}
 }
 
 // notes maps the configuration's notes: section onto the server's.
