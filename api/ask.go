@@ -86,9 +86,11 @@ func (s *Server) ask(c echo.Context) error {
 
 // run asks the pipeline and logs one line for the question.
 func (s *Server) run(c echo.Context, q tiers.Query) (*pipeline.Result, error) {
-	ctx := c.Request().Context()
 	start := time.Now()
+	s.startQuestion(c, q)
+	ctx := c.Request().Context()
 	res, err := s.p.Ask(ctx, q)
+	defer s.finish(c, q, start, res, err)
 	attrs := []slog.Attr{
 		slog.String("request_id", requestID(c)),
 		slog.String("tenant", q.Tenant),

@@ -2,7 +2,10 @@ package api
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -147,4 +150,44 @@ func TestAskTenants(t *testing.T) {
 			t.Errorf("the key's tenant was not used: %s", h.logs)
 		}
 	})
+}
+
+// heapAfterGC returns the live heap after a full collection.
+func heapAfterGC() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestTenantFloodHeap guards the process against made-up tenants: 5,000
+// distinct tenant_ids asking once each (no keys configured, so anyone may
+// name one), each answer stored in the semantic cache, grow the heap after
+// a collection by less than 30 MB.
+func TestTenantFloodHeap(t *testing.T) {
+	const tenants, budget = 5000, 30 << 20
+	h := newHarness(t, harnessOptions{logTo: io.Discard})
+	ask := func(tenant string) {
+		w := h.do(http.MethodPost, "/v1/ask", `{"tenant_id":"`+tenant+`","question":"How do I return an item?"}`)
+		if w.Code != http.StatusOK || !strings.Contains(w.Body.String(), `"source":"primary"`) {
+			t.Fatalf("tenant %s: %d %s", tenant, w.Code, w.Body)
+		}
+	}
+	for i := range 50 { // what every question shares: pools, metrics, the cache's planes
+		ask(fmt.Sprintf("warm-%d", i))
+	}
+	before := heapAfterGC()
+	for i := range tenants {
+		ask(fmt.Sprintf("tenant-%05d", i))
+	}
+	after := heapAfterGC()
+	growth := int64(after) - int64(before)
+	t.Logf("%d tenants asking once: heap %+.1f MB, %.0f bytes per tenant", tenants, float64(growth)/(1<<20), float64(growth)/tenants)
+	if growth >= budget {
+		t.Errorf("heap grew by %.1f MB for %d tenants, want < 30 MB", float64(growth)/(1<<20), tenants)
+	}
+	if n := h.p.TenantCaches("tenant-00042"); len(n) != 1 || n[0].Entries != 1 {
+		t.Errorf("tenant-00042's cache figures %+v, want its one entry", n)
+	}
 }

@@ -2,14 +2,15 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -42,23 +43,53 @@ type limits struct {
 const maxSessionBytes = 128
 
 // readJSONBody checks the content type and reads at most l.maxBody bytes
-// of a valid UTF-8 body.
+// of a valid UTF-8 body. A gzip body (Content-Encoding: gzip) is decoded,
+// and its l.maxBody bound holds before and after decoding; any other
+// encoding but identity is 415. A body still arriving when the server's
+// read timeout passes is 408, and its connection is closed.
 func readJSONBody(r *http.Request, l limits) ([]byte, error) {
 	if err := checkJSONContentType(r.Header.Get("Content-Type")); err != nil {
 		return nil, err
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(nil, r.Body, int64(l.maxBody)))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body too large")
+	var body io.Reader = http.MaxBytesReader(nil, r.Body, int64(l.maxBody))
+	gzipped := false
+	switch strings.ToLower(strings.TrimSpace(r.Header.Get("Content-Encoding"))) {
+	case "", "identity":
+	case "gzip", "x-gzip":
+		zr, err := gzip.NewReader(body)
+		if err != nil {
+			return nil, bodyError(err, true)
 		}
-		return nil, newError(http.StatusBadRequest, CodeBadJSON, "could not read the request body")
+		defer zr.Close()
+		body, gzipped = http.MaxBytesReader(nil, zr, int64(l.maxBody)), true
+	default:
+		return nil, newError(http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			"Content-Encoding must be gzip or identity")
 	}
-	if !utf8.Valid(body) {
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil, bodyError(err, gzipped)
+	}
+	if !utf8.Valid(b) {
 		return nil, newError(http.StatusBadRequest, CodeInvalidUTF8, "the body is not valid UTF-8")
 	}
-	return body, nil
+	return b, nil
+}
+
+// bodyError maps an error reading a body (decoded from gzip if gzipped)
+// to the API error.
+func bodyError(err error, gzipped bool) *Error {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &Error{Status: http.StatusRequestTimeout, Code: CodeTimeoutReading,
+			Message: "the request body did not arrive within the server's read timeout", Close: true}
+	case errors.As(err, &mbe):
+		return newError(http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "request body too large")
+	case gzipped:
+		return newError(http.StatusBadRequest, CodeBadRequest, "the body is not valid gzip")
+	}
+	return newError(http.StatusBadRequest, CodeBadJSON, "could not read the request body")
 }
 
 // checkJSONContentType accepts application/json with an optional charset
@@ -192,9 +223,11 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	if err := decodeStrict(body, &req, true); err != nil {
 		return AskRequest{}, err
 	}
-	if err := checkQuestion(req.Question, l); err != nil {
+	q, err := checkQuestion(req.Question, l)
+	if err != nil {
 		return AskRequest{}, err
 	}
+	req.Question = q
 	if req.TenantID != "" && !validTenant(req.TenantID) {
 		return AskRequest{}, newError(http.StatusBadRequest, CodeInvalidTenant, "tenant_id must be 1-64 characters of A-Z a-z 0-9 _ . -")
 	}
@@ -209,52 +242,25 @@ func decodeAsk(body []byte, l limits) (AskRequest, error) {
 	return req, nil
 }
 
-// checkQuestion validates a question: present, not blank, at most
-// l.maxQuestion bytes and valid UTF-8. (encoding/json turns invalid
-// bytes and lone surrogate escapes into U+FFFD, so callers check the raw
-// body as well.)
-func checkQuestion(q string, l limits) error {
-	if blank(q) {
-		return newError(http.StatusBadRequest, CodeEmptyQuestion, "question is required")
+// checkQuestion validates a question and returns it without its control
+// characters (cleanText): it must have something to read, be at most
+// l.maxQuestion bytes as sent and valid UTF-8. (encoding/json turns
+// invalid bytes and lone surrogate escapes into U+FFFD, so callers check
+// the raw body as well.)
+func checkQuestion(q string, l limits) (string, error) {
+	clean, readable := cleanText(q)
+	if !readable {
+		return "", newError(http.StatusBadRequest, CodeEmptyQuestion,
+			"question is required, and must hold more than white space, control and format characters")
 	}
 	if len(q) > l.maxQuestion {
-		return newError(http.StatusRequestEntityTooLarge, CodeQuestionTooLong,
+		return "", newError(http.StatusRequestEntityTooLarge, CodeQuestionTooLong,
 			"the question is longer than the limit of "+strconv.Itoa(l.maxQuestion)+" bytes")
 	}
 	if !utf8.ValidString(q) {
-		return newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
+		return "", newError(http.StatusBadRequest, CodeInvalidUTF8, "the question is not valid UTF-8")
 	}
-	return nil
-}
-
-// blank reports whether q has nothing to read: only white space and
-// invisible format characters (unicode.Cf: zero-width spaces and joiners,
-// the byte order mark, soft hyphens…).
-func blank(q string) bool {
-	for _, r := range q {
-		if !unicode.IsSpace(r) && !unicode.Is(unicode.Cf, r) {
-			return false
-		}
-	}
-	return true
-}
-
-// stripControl returns s without its control characters (Unicode Cc)
-// other than tab, line feed and carriage return, which are white space.
-func stripControl(s string) string {
-	if strings.IndexFunc(s, isStrippedControl) < 0 {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if isStrippedControl(r) {
-			return -1
-		}
-		return r
-	}, s)
-}
-
-func isStrippedControl(r rune) bool {
-	return unicode.IsControl(r) && r != '\t' && r != '\n' && r != '\r'
+	return clean, nil
 }
 
 func checkSession(s string) error {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -215,6 +216,58 @@ func FuzzAskHandler(f *testing.F) {
 			t.Fatalf("status %d: %s", w.Code, w.Body)
 		}
 	})
+}
+
+// gzipped returns s compressed with gzip.
+func gzipped(s string) string {
+	var b bytes.Buffer
+	zw := gzip.NewWriter(&b)
+	_, _ = zw.Write([]byte(s))
+	_ = zw.Close()
+	return b.String()
+}
+
+// TestContentEncoding guards the body's encoding: a gzip body is decoded
+// (not read as plain JSON), bounded by max_body_bytes after decoding as
+// well as before; a broken gzip body is 400 and any other encoding 415,
+// with no model call.
+func TestContentEncoding(t *testing.T) {
+	h := newHarness(t, harnessOptions{}) // max_body_bytes 2048
+	q := `{"question":"How do I return an item?"}`
+	for _, enc := range []string{"gzip", "GZIP", "x-gzip"} {
+		if w := h.do(http.MethodPost, "/v1/ask", gzipped(q), "Content-Encoding", enc); w.Code != http.StatusOK {
+			t.Fatalf("Content-Encoding %s: %d %s", enc, w.Code, w.Body)
+		}
+	}
+	if w := h.do(http.MethodPost, "/v1/ask", q, "Content-Encoding", "identity"); w.Code != http.StatusOK {
+		t.Fatalf("identity: %d %s", w.Code, w.Body)
+	}
+	calls := h.upstreamCalls()
+	bomb := gzipped(`{"question":"` + strings.Repeat("a", 1<<20) + `"}`) // 1 MiB, a few KB gzipped
+	if len(bomb) > 2048 {
+		t.Fatalf("the test's gzip bomb is %d bytes, more than the body limit before decoding", len(bomb))
+	}
+	for _, tc := range []struct {
+		body, enc string
+		status    int
+		code      string
+	}{
+		{bomb, "gzip", http.StatusRequestEntityTooLarge, CodeBodyTooLarge},
+		{gzipped(strings.Repeat(" ", 3000) + q), "gzip", http.StatusRequestEntityTooLarge, CodeBodyTooLarge},
+		{q, "gzip", http.StatusBadRequest, CodeBadRequest},
+		{gzipped(q)[:20], "gzip", http.StatusBadRequest, CodeBadRequest},
+		{q, "br", http.StatusUnsupportedMediaType, CodeUnsupportedMedia},
+		{q, "deflate", http.StatusUnsupportedMediaType, CodeUnsupportedMedia},
+		{gzipped(q), "gzip, gzip", http.StatusUnsupportedMediaType, CodeUnsupportedMedia},
+	} {
+		w := h.do(http.MethodPost, "/v1/ask", tc.body, "Content-Encoding", tc.enc)
+		if w.Code != tc.status || decodeError(t, w).Error.Code != tc.code {
+			t.Errorf("%s body of %d bytes: %d %s, want %d %s", tc.enc, len(tc.body), w.Code, w.Body, tc.status, tc.code)
+		}
+	}
+	if n := h.upstreamCalls() - calls; n != 0 {
+		t.Fatalf("%d upstream calls for refused bodies", n)
+	}
 }
 
 // TestHistoryTurns: history turns lose their control characters (not

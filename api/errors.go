@@ -15,31 +15,33 @@ import (
 
 // The error codes of the {"error": {"code", ...}} body.
 const (
-	CodeBadJSON          = "bad_json"           // 400: the body is not one JSON object of the expected shape
-	CodeUnknownField     = "unknown_field"      // 400: /v1/ask got a field it does not know
-	CodeEmptyQuestion    = "empty_question"     // 400: no question, or only white space and format characters
-	CodeInvalidUTF8      = "invalid_utf8"       // 400: the body is not valid UTF-8
-	CodeInvalidTenant    = "invalid_tenant"     // 400: tenant_id is not 1-64 of [A-Za-z0-9_.-]
-	CodeInvalidSession   = "invalid_session"    // 400: session_id is longer than 128 bytes
-	CodeInvalidHistory   = "invalid_history"    // 400: a history turn of an unknown role, or without readable content
-	CodeUnsupportedRole  = "unsupported_role"   // 400: a chat message of a role other than system, user and assistant
-	CodeHistoryTooLong   = "history_too_long"   // 413: the history kept is over server.max_history_bytes
-	CodeBadFault         = "bad_fault"          // 400: a demo fault that cannot be served
-	CodeUnauthorized     = "unauthorized"       // 401: missing or unknown API key
-	CodeTenantMismatch   = "tenant_mismatch"    // 403: tenant_id differs from the API key's tenant
-	CodeNotFound         = "not_found"          // 404: no such route, demo model or breaker
-	CodeMethodNotAllowed = "method_not_allowed" // 405: the route exists for other methods
-	CodeQuestionTooLong  = "question_too_long"  // 413: the question is over server.max_question_bytes
-	CodeBodyTooLarge     = "body_too_large"     // 413: the body is over server.max_body_bytes
-	CodeUnsupportedMedia = "unsupported_media"  // 415: the body is not application/json
-	CodeRateLimited      = "rate_limited"       // 429: over a rate limit with on_limit: reject
-	CodeClientClosed     = "client_closed"      // 499: the caller went away
-	CodeInternal         = "internal"           // 500: a bug; the request id helps find it in the logs
-	CodeExhausted        = "exhausted"          // 503: every tier failed (no static tier configured)
-	CodeUnavailable      = "unavailable"        // 503: not ready, or shutting down
-	CodeTimeout          = "timeout"            // 504: the request's deadline passed
-	CodeReloadFailed     = "reload_failed"      // 409: no knowledge base to reload; 500: it could not be reread
-	CodeBadRequest       = "bad_request"        // 4xx: another malformed request
+	CodeBadJSON          = "bad_json"                // 400: the body is not one JSON object of the expected shape
+	CodeUnknownField     = "unknown_field"           // 400: /v1/ask got a field it does not know
+	CodeEmptyQuestion    = "empty_question"          // 400: no question, or only white space, control and format characters
+	CodeInvalidUTF8      = "invalid_utf8"            // 400: the body is not valid UTF-8
+	CodeInvalidTenant    = "invalid_tenant"          // 400: tenant_id is not 1-64 of [A-Za-z0-9_.-]
+	CodeInvalidSession   = "invalid_session"         // 400: session_id is longer than 128 bytes
+	CodeInvalidHistory   = "invalid_history"         // 400: a history turn of an unknown role, or without readable content
+	CodeUnsupportedRole  = "unsupported_role"        // 400: a chat message of a role other than system, user and assistant
+	CodeHistoryTooLong   = "history_too_long"        // 413: the history kept is over server.max_history_bytes
+	CodeBadFault         = "bad_fault"               // 400: a demo fault that cannot be served
+	CodeUnauthorized     = "unauthorized"            // 401: missing or unknown API key
+	CodeTenantMismatch   = "tenant_mismatch"         // 403: tenant_id differs from the API key's tenant
+	CodeForbidden        = "forbidden"               // 403: an admin route without an admin key (or, with no keys, not from loopback); a question with an admin key
+	CodeNotFound         = "not_found"               // 404: no such route, demo model or breaker
+	CodeMethodNotAllowed = "method_not_allowed"      // 405: the route exists for other methods
+	CodeTimeoutReading   = "timeout_reading_request" // 408: the body did not arrive within server.read_timeout
+	CodeQuestionTooLong  = "question_too_long"       // 413: the question is over server.max_question_bytes
+	CodeBodyTooLarge     = "body_too_large"          // 413: the body is over server.max_body_bytes
+	CodeUnsupportedMedia = "unsupported_media"       // 415: the body is not application/json, or not gzip or identity encoded
+	CodeRateLimited      = "rate_limited"            // 429: over a rate limit with on_limit: reject
+	CodeClientClosed     = "client_closed"           // 499: the caller went away
+	CodeInternal         = "internal"                // 500: a bug; the request id helps find it in the logs
+	CodeExhausted        = "exhausted"               // 503: every tier failed (no static tier configured)
+	CodeUnavailable      = "unavailable"             // 503: not ready, or shutting down
+	CodeTimeout          = "timeout"                 // 504: the request's deadline passed
+	CodeReloadFailed     = "reload_failed"           // 409: no knowledge base to reload; 500: it could not be reread
+	CodeBadRequest       = "bad_request"             // 4xx: another malformed request
 )
 
 const (
@@ -55,6 +57,9 @@ type Error struct {
 	Code       string
 	Message    string
 	RetryAfter time.Duration // sent as a Retry-After header when > 0
+	// Close closes the connection after the response (Connection: close),
+	// without reading what is left of the request's body.
+	Close bool
 }
 
 // Error returns the code and the message.
@@ -148,6 +153,9 @@ func (s *Server) errorHandler(err error, c echo.Context) {
 	if ae.RetryAfter > 0 {
 		secs := int64((ae.RetryAfter + time.Second - 1) / time.Second)
 		c.Response().Header().Set("Retry-After", strconv.FormatInt(secs, 10))
+	}
+	if ae.Close {
+		c.Response().Header().Set("Connection", "close")
 	}
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(ae.Status)

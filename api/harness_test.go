@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
 	"github.com/ragfuse/ragfuse/config"
@@ -94,6 +95,7 @@ type harnessOptions struct {
 	api      func(*Config)
 	upstream func(http.Handler) http.Handler // wraps the upstream's handler
 	logTo    io.Writer                       // default: harness.logs
+	tracer   trace.Tracer                    // records the pipeline's and the server's spans
 	kb       *retrieval.KnowledgeBase        // default: testDocs
 }
 
@@ -125,17 +127,18 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	logger := slog.New(slog.NewJSONHandler(logTo, nil))
 	reg := prometheus.NewRegistry()
 	obs := NewObserver(reg, logger)
-	p, err := config.Build(cfg, config.Env{Observer: obs, KnowledgeBase: kb,
+	p, err := config.Build(cfg, config.Env{Observer: obs, KnowledgeBase: kb, Tracer: o.tracer,
 		Getenv: func(string) string { return "" }})
 	if err != nil {
 		t.Fatalf("config.Build: %v", err)
 	}
 	t.Cleanup(func() { _ = p.Close() })
 	s := cfg.Server
-	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg,
+	acfg := Config{Pipeline: p, Logger: logger, Observer: obs, Registry: reg, Tracer: o.tracer,
 		Server: ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 			ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
-			MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes},
+			MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes,
+			ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections},
 		OpenAI: OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent}}
 	if o.api != nil {
 		o.api(&acfg)
@@ -151,14 +154,29 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 	return h
 }
 
-// do sends a request through the handler. headers are name, value pairs;
-// a JSON body gets Content-Type: application/json unless headers set one.
+// loopbackClient and remoteClient are the remote addresses of requests
+// from the server's host and from elsewhere.
+const (
+	loopbackClient = "127.0.0.1:40000"
+	remoteClient   = "192.0.2.1:40000"
+)
+
+// do sends a request through the handler from a loopback client (see
+// doFrom).
 func (h *harness) do(method, path, body string, headers ...string) *httptest.ResponseRecorder {
+	return h.doFrom(loopbackClient, method, path, body, headers...)
+}
+
+// doFrom sends a request from the client at remote through the handler.
+// headers are name, value pairs; a JSON body gets Content-Type:
+// application/json unless headers set one.
+func (h *harness) doFrom(remote, method, path, body string, headers ...string) *httptest.ResponseRecorder {
 	var r io.Reader
 	if body != "" {
 		r = strings.NewReader(body)
 	}
 	req := httptest.NewRequest(method, path, r)
+	req.RemoteAddr = remote
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}

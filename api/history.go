@@ -28,8 +28,8 @@ type turnText struct {
 }
 
 // history returns the turns of a request as the pipeline takes them: each
-// turn's content stripped of control characters and refused (400
-// invalid_history) when nothing readable is left; then the newest
+// turn's content cleaned by cleanText, the rule of questions too, and
+// refused (400 invalid_history) when nothing readable is left; then the newest
 // l.historyTurns turns, the older dropped; and those refused (413
 // history_too_long) when their contents pass l.historyBytes. The contents
 // are valid UTF-8: the body was checked before decoding.
@@ -39,9 +39,10 @@ func history(turns []turnText, l limits) ([]tiers.Turn, error) {
 	}
 	out := make([]tiers.Turn, 0, len(turns))
 	for _, t := range turns {
-		c := stripControl(t.content)
-		if blank(c) {
-			return nil, newError(http.StatusBadRequest, CodeInvalidHistory, t.path+".content is empty")
+		c, readable := cleanText(t.content)
+		if !readable {
+			return nil, newError(http.StatusBadRequest, CodeInvalidHistory,
+				t.path+".content is empty, or only white space, control and format characters")
 		}
 		out = append(out, tiers.Turn{Role: t.role, Content: c})
 	}

@@ -112,6 +112,26 @@ func TestInvisibleQuestionIsEmpty(t *testing.T) {
 	}
 }
 
+// TestControlCharacterQuestionIsEmpty guards the model's time: a question
+// of nothing but control characters (and white space, format characters
+// and U+FFFD) is 400 empty_question on every route with no model call, and
+// control characters inside a question are removed before it goes on.
+func TestControlCharacterQuestionIsEmpty(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	for _, q := range []string{`\u0000`, `\u0007\u007f`, `\u0085`, `\ufffd`, `\u001b \u200b\u0000\u009b`} {
+		refused(t, h, "/v1/ask", `{"question":"`+q+`"}`, CodeEmptyQuestion)
+		refused(t, h, "/v1/ask/stream", `{"question":"`+q+`"}`, CodeEmptyQuestion)
+		refused(t, h, "/v1/chat/completions", `{"messages":[{"role":"user","content":"`+q+`"}]}`, CodeEmptyQuestion)
+	}
+	if n := h.upstreamCalls(); n != 0 {
+		t.Fatalf("%d upstream calls", n)
+	}
+	req, err := decodeAsk([]byte(`{"question":"How do I\u0000 return\u0007 an\u0085item?\r\n\tThanks\u001b[31m"}`), h.srv.lim)
+	if want := "How do I return an item?\r\n\tThanks[31m"; err != nil || req.Question != want {
+		t.Fatalf("question %q, %v; want %q", req.Question, err, want)
+	}
+}
+
 // TestServerOptionsDefaults: a server given no options (or negative ones)
 // listens on 127.0.0.1:8080, takes questions up to 4096 bytes and bodies
 // up to 64 KiB and histories of 20 turns and 16 KiB, and writes its notes
@@ -119,9 +139,10 @@ func TestInvisibleQuestionIsEmpty(t *testing.T) {
 // configuration file.
 func TestServerOptionsDefaults(t *testing.T) {
 	want := ServerOptions{Addr: "127.0.0.1:8080", MaxQuestionBytes: 4096, MaxBodyBytes: 64 << 10,
-		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh", MaxHistoryTurns: 20, MaxHistoryBytes: 16384}
+		ShutdownGrace: 15 * time.Second, DefaultLanguage: "zh", MaxHistoryTurns: 20, MaxHistoryBytes: 16384,
+		ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxConnections: 10000}
 	if got := (ServerOptions{MaxQuestionBytes: -1, MaxBodyBytes: -1, ShutdownGrace: -1, DrainDelay: -1,
-		MaxHistoryTurns: -1, MaxHistoryBytes: -1}).withDefaults(); got != want {
+		MaxHistoryTurns: -1, MaxHistoryBytes: -1, ReadTimeout: -1, IdleTimeout: -1, MaxConnections: -1}).withDefaults(); got != want {
 		t.Fatalf("negative options became %+v, want %+v", got, want)
 	}
 	h := libraryHarness(t, pipeline.Options{Tiers: []pipeline.Stage{{Tier: tiers.NewStatic("static", "sorry")}}}, Config{})

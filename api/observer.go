@@ -1,15 +1,15 @@
 package api
 
 import (
-	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -40,8 +40,12 @@ type Observer struct {
 	streams        *prometheus.CounterVec   // source, interrupted
 	firstDelta     *prometheus.HistogramVec // source
 	continued      prometheus.Counter
+	connsRefused   prometheus.Counter
 
-	status atomic.Pointer[statusFunc] // set by attach; read at scrape time
+	status  atomic.Pointer[statusFunc]        // set by attach; read at scrape time
+	conns   atomic.Pointer[func() int64]      // set by attachConnections; read at scrape time
+	keyEnvs atomic.Pointer[map[string]string] // model ID -> api_key_env; set by New
+	caches  cacheTallies                      // lookups per cache tier, for /v1/status
 }
 
 type statusFunc func() pipeline.Status
@@ -54,8 +58,10 @@ var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25
 
 // NewObserver returns an Observer registering its metrics on reg (use a
 // registry of your own, not the global default) and logging to logger
-// (nil: slog.Default()). It panics if reg already holds ragfuse metrics,
-// as prometheus.MustRegister does.
+// (nil: slog.Default()). It registers the Go runtime and process
+// collectors too (goroutines, memory, open file descriptors), unless reg
+// already has them. It panics if reg already holds ragfuse metrics, as
+// prometheus.MustRegister does.
 func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 	if logger == nil {
 		logger = slog.Default()
@@ -98,10 +104,21 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 			Buckets: latencyBuckets}, []string{"source"}),
 		continued: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragfuse",
 			Name: "stream_continued_total", Help: "Interrupted streamed answers another model tier continued."}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "http_connections_refused_total", Help: "Connections closed unanswered beyond server.max_connections."}),
 	}
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ragfuse",
+		Name: "http_connections_open", Help: "HTTP connections open, at most server.max_connections."}, o.openConnections)
 	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions,
 		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
-		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, statusCollector{o})
+		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, o.connsRefused, open, statusCollector{o},
+		buildInfoGauge(ReadBuild()))
+	for _, c := range []prometheus.Collector{collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		if err := reg.Register(c); err != nil && !errors.As(err, new(prometheus.AlreadyRegisteredError)) {
+			panic(err)
+		}
+	}
 	return o
 }
 
@@ -128,19 +145,14 @@ func (o *Observer) Observe(e pipeline.Event) {
 		}
 	case pipeline.EventBreaker:
 		o.transitions.WithLabelValues(e.Breaker, e.From.String(), e.To.String()).Inc()
-		level := slog.LevelInfo
-		if e.To == breaker.StateOpen {
-			level = slog.LevelWarn
-		}
-		o.log.LogAttrs(context.Background(), level, "breaker state changed",
-			slog.String("breaker", e.Breaker), slog.String("from", e.From.String()),
-			slog.String("to", e.To.String()), slog.Time("at", e.Time))
+		o.logTransition(e)
 	case pipeline.EventRateLimited:
 		o.rateLimited.WithLabelValues(e.Reason).Inc()
 	case pipeline.EventBulkheadRejected:
 		o.bulkheadReject.WithLabelValues(e.Tier).Inc()
 	case pipeline.EventCache:
 		o.cacheLookups.WithLabelValues(e.Tier, e.Reason).Inc()
+		o.caches.add(e.Tier, e.Reason != "miss")
 	}
 }
 
@@ -148,6 +160,19 @@ func (o *Observer) Observe(e pipeline.Event) {
 func (o *Observer) httpRequest(route, method, code string, d time.Duration) {
 	o.httpRequests.WithLabelValues(route, method, code).Inc()
 	o.httpTime.WithLabelValues(route).Observe(d.Seconds())
+}
+
+// connectionRefused counts a connection closed beyond max_connections.
+func (o *Observer) connectionRefused() { o.connsRefused.Inc() }
+
+// attachConnections makes the open-connections gauge read open.
+func (o *Observer) attachConnections(open func() int64) { o.conns.Store(&open) }
+
+func (o *Observer) openConnections() float64 {
+	if f := o.conns.Load(); f != nil {
+		return float64((*f)())
+	}
+	return 0
 }
 
 // attach makes scrape-time gauges read status.

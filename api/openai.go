@@ -140,7 +140,8 @@ func decodeChat(body []byte, l limits) (chatRequest, string, []turnText, error) 
 		}
 		question, turns = turns[n-1].content, turns[:n-1]
 	}
-	if err := checkQuestion(question, l); err != nil {
+	question, err := checkQuestion(question, l)
+	if err != nil {
 		return chatRequest{}, "", nil, err
 	}
 	if err := checkSession(req.User); err != nil {

@@ -4,10 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httptrace"
+	"runtime"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -43,6 +48,27 @@ func TestHealthAndReady(t *testing.T) {
 	}
 }
 
+// TestHeadHealthAndReady: load balancers probe with HEAD; /healthz and
+// /readyz answer it as they answer GET, without a body.
+func TestHeadHealthAndReady(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	url, _, _ := serveLoopback(t, h.srv)
+	for _, path := range []string{"/healthz", "/readyz"} {
+		resp, err := http.Head(url + path)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("HEAD %s: %v %v", path, resp, err)
+		}
+		resp.Body.Close()
+	}
+	h.srv.draining.Store(true)
+	resp, err := http.Head(url + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("HEAD /readyz while draining: %v %v", resp, err)
+	}
+	resp.Body.Close()
+	http.DefaultClient.CloseIdleConnections()
+}
+
 func TestStatusRoute(t *testing.T) {
 	h := newHarness(t, harnessOptions{})
 	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeStatus, Status: 500})
@@ -74,6 +100,29 @@ func TestStatusRoute(t *testing.T) {
 	if !st.KnowledgeBase.Loaded || len(st.Caches) != 1 || st.Caches[0].Entries != 0 {
 		t.Errorf("kb %+v caches %+v", st.KnowledgeBase, st.Caches)
 	}
+	if c := st.Caches[0]; c.Lookups != 1 || c.Hits != 0 || c.HitRate == nil || *c.HitRate != 0 {
+		t.Errorf("cache lookups %+v, want one miss", c)
+	}
+	if len(st.Tiers) > 1 && !slices.Equal(st.Tiers[1].Models, []string{modelPrimary}) {
+		t.Errorf("primary tier's models %v", st.Tiers[1].Models)
+	}
+}
+
+// TestStatusCacheHitRate: the cache tiers' lookups since start, and the
+// share that answered.
+func TestStatusCacheHitRate(t *testing.T) {
+	h := newHarness(t, harnessOptions{})
+	if st := statusOf(t, h); st.Caches[0].Lookups != 0 || st.Caches[0].HitRate != nil {
+		t.Fatalf("before any question: %+v", st.Caches[0])
+	}
+	for range 3 {
+		h.ask("How do I return an item?") // a miss, then two hits
+	}
+	h.ask("How long do refunds take?")
+	c := statusOf(t, h).Caches[0]
+	if c.Tier != "cache" || c.Entries != 2 || c.Lookups != 4 || c.Hits != 2 || c.HitRate == nil || *c.HitRate != 0.5 {
+		t.Fatalf("cache %+v, want 4 lookups, 2 hits, hit rate 0.5", c)
+	}
 }
 
 func TestMetricsRoute(t *testing.T) {
@@ -86,6 +135,7 @@ func TestMetricsRoute(t *testing.T) {
 		t.Fatalf("%d", w.Code)
 	}
 	body := w.Body.String()
+	build := ReadBuild()
 	for _, want := range []string{
 		`ragfuse_questions_total{source="primary"} 1`,
 		`ragfuse_questions_total{source="fallback"} 1`,
@@ -99,6 +149,14 @@ func TestMetricsRoute(t *testing.T) {
 		`ragfuse_tokens_total{kind="completion",model="test-primary",tier="primary"}`,
 		`ragfuse_http_requests_total{code="200",method="POST",route="/v1/ask"} 2`,
 		`ragfuse_knowledge_base_version`,
+		fmt.Sprintf(`ragfuse_build_info{goversion=%q,modified="%t",revision=%q,version=%q} 1`,
+			runtime.Version(), build.Modified, build.Revision, build.Version),
+		// The Go runtime and the process, which attacks on the server show in.
+		`go_goroutines `,
+		`go_memstats_heap_alloc_bytes `,
+		`process_open_fds `,
+		`ragfuse_http_connections_open 0`,
+		`ragfuse_http_connections_refused_total 0`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %s", want)
@@ -355,5 +413,59 @@ func TestDrainDelay(t *testing.T) {
 	c.CloseIdleConnections()
 	if _, err := c.Get(url + "/healthz"); err == nil {
 		t.Fatal("the server still accepts connections after the drain")
+	}
+}
+
+// TestDrainClosesKeptAliveConnections guards the requests of clients on
+// kept-alive connections during a drain: from the stop on, every response
+// carries Connection: close and no connection is reused, so clients move
+// to new connections (another instance, behind a load balancer) before the
+// listener closes, instead of losing requests sent on a connection the
+// shutdown then closes.
+func TestDrainClosesKeptAliveConnections(t *testing.T) {
+	const delay = 500 * time.Millisecond
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) { c.Server.DrainDelay = delay }})
+	url, cancel, served := serveLoopback(t, h.srv)
+	c := &http.Client{Timeout: 5 * time.Second}
+	defer c.CloseIdleConnections()
+	var reused atomic.Int32
+	post := func() (*http.Response, error) {
+		trace := &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) {
+			if i.Reused {
+				reused.Add(1)
+			}
+		}}
+		req, _ := http.NewRequestWithContext(httptrace.WithClientTrace(context.Background(), trace),
+			http.MethodPost, url+"/v1/ask", strings.NewReader(`{"question":"How do I return an item?"}`))
+		req.Header.Set("Content-Type", "application/json")
+		return c.Do(req)
+	}
+	resp, err := post()
+	if err != nil || resp.StatusCode != http.StatusOK || resp.Close {
+		t.Fatalf("before the stop: %v %v (close %v), want a kept-alive 200", resp, err, resp != nil && resp.Close)
+	}
+	resp.Body.Close()
+
+	stopped := time.Now()
+	cancel()
+	for !h.srv.draining.Load() {
+		time.Sleep(time.Millisecond)
+	}
+	reused.Store(0)
+	for i := 0; time.Since(stopped) < delay*3/5; i++ {
+		resp, err := post()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("question %d while draining: %v %v", i, resp, err)
+		}
+		resp.Body.Close()
+		if !resp.Close { // net/http sets Close from Connection: close
+			t.Fatalf("question %d while draining: no Connection: close", i)
+		}
+	}
+	if n := reused.Load(); n != 0 {
+		t.Errorf("%d requests reused a connection during the drain", n)
+	}
+	if err := <-served; err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 }

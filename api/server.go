@@ -6,12 +6,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
@@ -26,9 +28,14 @@ type Config struct {
 	// defaults documented on ServerOptions.
 	Server ServerOptions
 	// Keys maps API keys (their values, already read from wherever they
-	// are kept) to tenants. Empty: no authentication, the tenant comes
-	// from the request.
+	// are kept) to tenants. With neither Keys nor AdminKeys: no
+	// authentication, the tenant comes from the request, and the admin
+	// routes answer loopback clients only.
 	Keys map[string]string
+	// AdminKeys maps admin keys to the names their admin actions are
+	// logged under. With any key configured, the admin routes and the full
+	// /v1/status need one of them; a tenant's key sees its own status.
+	AdminKeys map[string]string
 	// Notes overrides the built-in degradation notes and actions.
 	Notes Notes
 	// Logger receives the request and breaker logs; nil: slog.Default().
@@ -50,6 +57,23 @@ type Config struct {
 	// writes a ": ping" comment (a blank line on /v1/chat/completions);
 	// default DefaultStreamHeartbeat.
 	StreamHeartbeat time.Duration
+	// Console configures the web console (GET /console).
+	Console ConsoleOptions
+	// Tracer, if set, records a span per question, "question", continuing
+	// the W3C traceparent of the request; the pipeline's own spans (see
+	// pipeline.Options.Tracer) are its children. Nil traces nothing.
+	Tracer trace.Tracer
+	// APIKeyEnvs maps a model's ID to the environment variable its API
+	// key is read from, for the warning logged when the model refuses the
+	// key (401/403). The keys themselves are never given to the server.
+	APIKeyEnvs map[string]string
+}
+
+// ConsoleOptions configures the web console.
+type ConsoleOptions struct {
+	// ShowQuestions puts each question's text in the console's feed of the
+	// latest questions; default false: source, attempts and durations only.
+	ShowQuestions bool
 }
 
 // OpenAIOptions configure /v1/chat/completions.
@@ -77,9 +101,14 @@ type Server struct {
 	openai  OpenAIOptions
 	started time.Time // GET /v1/models's "created"
 
-	heartbeat time.Duration // see Config.StreamHeartbeat
+	heartbeat   time.Duration // see Config.StreamHeartbeat
+	consoleOpts ConsoleOptions
+	tracer      trace.Tracer // nil: no spans
+	feed        feed         // the console's history and live questions
 
-	draining atomic.Bool // set when shutdown begins: /readyz turns 503
+	draining atomic.Bool   // set when shutdown begins: /readyz turns 503
+	quit     chan struct{} // closed when shutdown begins: the live feeds end
+	quitOnce sync.Once
 }
 
 // New returns a Server for cfg. It fails on a missing pipeline, a bad
@@ -98,15 +127,23 @@ func New(cfg Config) (*Server, error) {
 			return nil, errors.New("api: Config.Keys holds an empty key or an invalid tenant")
 		}
 	}
+	for k, name := range cfg.AdminKeys {
+		if _, tenant := cfg.Keys[k]; k == "" || tenant || !validTenant(name) {
+			return nil, errors.New("api: Config.AdminKeys holds an empty key, a tenant's key or an invalid name")
+		}
+	}
 	s := &Server{
 		p: cfg.Pipeline, srv: sc,
 		lim: limits{maxBody: sc.MaxBodyBytes, maxQuestion: sc.MaxQuestionBytes,
 			historyTurns: sc.MaxHistoryTurns, historyBytes: sc.MaxHistoryBytes},
-		keys:  newKeyring(cfg.Keys),
+		keys:  newKeyring(cfg.Keys, cfg.AdminKeys),
 		notes: nb, log: cfg.Logger, obs: cfg.Observer, reg: cfg.Registry,
 		demo: cfg.Demo, models: cfg.DemoModels,
 		heartbeat: cfg.StreamHeartbeat,
 		openai:    cfg.OpenAI, started: time.Now(),
+		consoleOpts: cfg.Console,
+		tracer:      cfg.Tracer,
+		quit:        make(chan struct{}),
 	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = DefaultStreamHeartbeat
@@ -122,6 +159,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, errors.New("api: set both Config.Observer and Config.Registry, or neither")
 	}
 	s.obs.attach(s.p.Status)
+	s.obs.setKeyEnvs(cfg.APIKeyEnvs)
 	s.e = s.routes()
 	return s, nil
 }
@@ -137,6 +175,15 @@ type ServerOptions struct {
 	DefaultLanguage  string        // notes language without a matching Accept-Language or a question in a known script; default "zh"
 	MaxHistoryTurns  int           // turns of a question's history kept, the older dropped; default DefaultMaxHistoryTurns
 	MaxHistoryBytes  int           // bytes of the history kept; more gets 413 history_too_long; default DefaultMaxHistoryBytes
+	// ReadTimeout bounds how long a request's headers and body take to
+	// arrive: a body still arriving then gets 408 timeout_reading_request
+	// and the connection is closed. The answer, streamed or not, is not
+	// bound by it. Default 10s.
+	ReadTimeout time.Duration
+	IdleTimeout time.Duration // a kept-alive connection without a request is closed after it; default 120s
+	// MaxConnections bounds the connections open at once; one more waits
+	// up to a second for another to close, then is closed. Default 10000.
+	MaxConnections int
 }
 
 // withDefaults returns o with its unset fields filled.
@@ -163,6 +210,15 @@ func (o ServerOptions) withDefaults() ServerOptions {
 	if o.MaxHistoryBytes <= 0 {
 		o.MaxHistoryBytes = DefaultMaxHistoryBytes
 	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = 10 * time.Second
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.MaxConnections <= 0 {
+		o.MaxConnections = 10000
+	}
 	return o
 }
 
@@ -173,8 +229,11 @@ func (s *Server) routes() *echo.Echo {
 	e.HTTPErrorHandler = s.errorHandler
 	e.Use(withRequestID, s.countRequests, s.recoverPanics)
 
-	e.GET("/healthz", s.healthz)
-	e.GET("/readyz", s.readyz)
+	e.GET("/", s.toConsole)
+	e.GET("/console", s.console)
+	e.GET("/console/*", s.console)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/healthz", s.healthz)
+	e.Match([]string{http.MethodGet, http.MethodHead}, "/readyz", s.readyz)
 	e.GET("/metrics", echo.WrapHandler(promhttp.HandlerFor(s.reg, promhttp.HandlerOpts{})))
 
 	// Authentication is route middleware, not group middleware: echo
@@ -187,10 +246,11 @@ func (s *Server) routes() *echo.Echo {
 	v1.POST("/chat/completions", s.chatCompletions, auth)
 	v1.GET("/models", s.listModels, auth)
 	v1.GET("/models/:id", s.modelByID, auth)
-	v1.GET("/status", s.status, auth)
-	v1.POST("/admin/reload", s.reload, auth)
-	v1.POST("/admin/breakers/trip", s.tripBreaker, auth)
-	v1.POST("/admin/breakers/reset", s.resetBreaker, auth)
+	v1.GET("/status", s.status)              // full for an admin, a tenant's own otherwise
+	v1.GET("/events", s.events, s.adminOnly) // every tenant's questions: an admin's only
+	v1.POST("/admin/reload", s.reload, s.adminOnly)
+	v1.POST("/admin/breakers/trip", s.tripBreaker, s.adminOnly)
+	v1.POST("/admin/breakers/reset", s.resetBreaker, s.adminOnly)
 	if s.demo != nil {
 		v1.GET("/demo/faults", s.demoFaults, auth)
 		v1.DELETE("/demo/faults", s.demoClearFaults, auth)
@@ -220,28 +280,37 @@ func (s *Server) ListenAndServe(ctx context.Context) error {
 	return s.Serve(ctx, l)
 }
 
-// Serve serves on l until ctx is done. It then marks the server not
-// ready (/readyz 503) and goes on serving for the drain delay, so that a
-// load balancer polling /readyz stops sending new requests; then it stops
-// accepting connections and waits up to the shutdown grace for in-flight
-// requests to finish before cutting the rest. It returns nil after a clean
+// Serve serves on l, at most MaxConnections at once, until ctx is done.
+// It then marks the server not ready (/readyz 503) and turns keep-alives
+// off (idle connections are closed, every response carries Connection:
+// close), and goes on serving for the drain delay, so that load balancers
+// and clients move to another instance; then it stops accepting
+// connections and waits up to the shutdown grace for in-flight requests
+// to finish before cutting the rest. It returns nil after a clean
 // shutdown.
 func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{
-		Handler:           s.e,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		Handler: s.e,
+		// The headers and the body must arrive within ReadTimeout (it bounds
+		// the headers too, ReadHeaderTimeout being unset); once the body is
+		// read, net/http lifts the deadline, so the answer is not bound by it.
+		ReadTimeout: s.srv.ReadTimeout,
+		IdleTimeout: s.srv.IdleTimeout,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	ll := newLimitListener(l, s.srv.MaxConnections, connectionWait, s.obs.connectionRefused)
+	s.obs.attachConnections(ll.Open)
 	errc := make(chan error, 1)
-	go func() { errc <- hs.Serve(l) }()
+	go func() { errc <- hs.Serve(ll) }()
 	select {
 	case err := <-errc:
 		return err
 	case <-ctx.Done():
 	}
+	hs.SetKeepAlivesEnabled(false)
 	s.draining.Store(true)
+	s.quitOnce.Do(func() { close(s.quit) })
 	if d := s.srv.DrainDelay; d > 0 {
 		s.log.Info("draining: not ready, still serving", slog.Duration("drain_delay", d))
 		t := time.NewTimer(d)

@@ -20,7 +20,7 @@ type StatusResponse struct {
 	Tiers         []TierInfo                 `json:"tiers"`
 	Breakers      []BreakerInfo              `json:"breakers"`
 	Bulkheads     []pipeline.BulkheadStatus  `json:"bulkheads"`
-	Caches        []pipeline.CacheStatus     `json:"caches"`
+	Caches        []CacheInfo                `json:"caches"`
 	KnowledgeBase pipeline.KnowledgeBaseInfo `json:"knowledge_base"`
 	RateLimit     RateLimitInfo              `json:"rate_limit"`
 	Store         pipeline.StoreStatus       `json:"store"`
@@ -52,10 +52,11 @@ func onLimit(reject bool) string {
 
 // TierInfo is one tier of the chain, in order.
 type TierInfo struct {
-	Name      string `json:"name"`
-	Source    string `json:"source"`
-	TimeoutMS int64  `json:"timeout_ms"` // 0: bounded by the request's budget only
-	Model     bool   `json:"model"`
+	Name      string   `json:"name"`
+	Source    string   `json:"source"`
+	TimeoutMS int64    `json:"timeout_ms"` // 0: bounded by the request's budget only
+	Model     bool     `json:"model"`
+	Models    []string `json:"models,omitempty"` // an llm tier's candidates, in order (breakers "model/<id>")
 }
 
 // BreakerInfo is one circuit breaker ("tier/<name>" or "model/<id>").
@@ -71,16 +72,62 @@ type BreakerInfo struct {
 	ProbesInFlight      int        `json:"probes_in_flight"`
 	Trips               uint64     `json:"trips"`
 	Rejected            uint64     `json:"rejected"`
+	LastTrip            *TripInfo  `json:"last_trip,omitempty"` // what tripped it most recently; absent if it never tripped
 }
 
-// status serves GET /v1/status.
+// TripInfo is what tripped a breaker: the rule (cause: consecutive_failures,
+// failure_rate, slow_call_rate, probe_failed, manual, cluster, remote), the
+// outcome kind and short description of the call that crossed it (e.g.
+// timeout, server_error "HTTP 503", auth "HTTP 401"), and when.
+type TripInfo struct {
+	Cause   string    `json:"cause"`
+	Kind    string    `json:"kind,omitempty"`
+	Message string    `json:"message,omitempty"`
+	At      time.Time `json:"at"`
+}
+
+// TenantStatusResponse is the body of GET /v1/status for a tenant (a
+// tenant's key, or a client other than loopback when no keys are
+// configured): the tiers in order, the breakers' states, from which a
+// frontend may show a banner, and the tenant's own cache entries.
+type TenantStatusResponse struct {
+	Tenant   string                 `json:"tenant"`
+	Tiers    []TierInfo             `json:"tiers"`
+	Breakers []BreakerState         `json:"breakers"`
+	Caches   []pipeline.CacheStatus `json:"caches"` // the tenant's entries
+}
+
+// BreakerState is a breaker as a tenant sees it: its state, and until
+// when it stays open.
+type BreakerState struct {
+	Name      string     `json:"name"`
+	State     string     `json:"state"` // closed, half_open, open
+	OpenUntil *time.Time `json:"open_until,omitempty"`
+}
+
+// status serves GET /v1/status: the full StatusResponse to an admin (an
+// admin key, or a loopback client when no keys are configured), the
+// TenantStatusResponse of the requesting tenant to anyone else allowed in.
+// Without keys, the tenant is named by X-Ragfuse-Tenant or ?tenant_id=.
 func (s *Server) status(c echo.Context) error {
+	name, err := s.admin(c)
+	if err != nil {
+		return err
+	}
+	if name == "" {
+		return s.tenantStatus(c)
+	}
+	return c.JSON(http.StatusOK, s.statusBody())
+}
+
+// statusBody returns the full body of GET /v1/status, an admin's.
+func (s *Server) statusBody() StatusResponse {
 	st := s.p.Status()
 	out := StatusResponse{
 		Tiers:         make([]TierInfo, 0, len(st.Tiers)),
 		Breakers:      make([]BreakerInfo, 0, len(st.Breakers)),
 		Bulkheads:     nonNil(st.Bulkheads),
-		Caches:        nonNil(st.Caches),
+		Caches:        make([]CacheInfo, 0, len(st.Caches)),
 		KnowledgeBase: st.KnowledgeBase,
 		RateLimit: RateLimitInfo{GlobalRPS: finiteRate(st.RateLimit.GlobalRPS), GlobalBurst: st.RateLimit.GlobalBurst,
 			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: onLimit(st.RateLimit.Reject)},
@@ -91,10 +138,37 @@ func (s *Server) status(c echo.Context) error {
 		out.Cooldowns = append(out.Cooldowns, CooldownInfo{Model: c.Model, Until: c.Until.UTC()})
 	}
 	for _, t := range st.Tiers {
-		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
+		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model,
+			Models: t.Models})
 	}
 	for _, b := range st.Breakers {
 		out.Breakers = append(out.Breakers, breakerInfo(b))
+	}
+	for _, c := range st.Caches {
+		out.Caches = append(out.Caches, s.obs.caches.info(c))
+	}
+	return out
+}
+
+// tenantStatus serves GET /v1/status to a tenant.
+func (s *Server) tenantStatus(c echo.Context) error {
+	requested := c.Request().Header.Get(HeaderTenant)
+	if requested == "" {
+		requested = c.QueryParam("tenant_id")
+	}
+	tenant, err := resolveTenant(c, requested)
+	if err != nil {
+		return err
+	}
+	st := s.p.Status()
+	out := TenantStatusResponse{Tenant: tenant, Tiers: make([]TierInfo, 0, len(st.Tiers)),
+		Breakers: make([]BreakerState, 0, len(st.Breakers)), Caches: nonNil(s.p.TenantCaches(tenant))}
+	for _, t := range st.Tiers {
+		out.Tiers = append(out.Tiers, TierInfo{Name: t.Name, Source: t.Source, TimeoutMS: t.Timeout.Milliseconds(), Model: t.Model})
+	}
+	for _, b := range st.Breakers {
+		bi := breakerInfo(b)
+		out.Breakers = append(out.Breakers, BreakerState{Name: bi.Name, State: bi.State, OpenUntil: bi.OpenUntil})
 	}
 	return c.JSON(http.StatusOK, out)
 }
@@ -116,6 +190,9 @@ func breakerInfo(b breaker.Snapshot) BreakerInfo {
 	if !b.OpenUntil.IsZero() {
 		t := b.OpenUntil.UTC()
 		bi.OpenUntil = &t
+	}
+	if lt := b.LastTrip; !lt.At.IsZero() {
+		bi.LastTrip = &TripInfo{Cause: string(lt.Cause), Kind: lt.Kind, Message: lt.Message, At: lt.At.UTC()}
 	}
 	return bi
 }
@@ -149,7 +226,7 @@ func (s *Server) readyz(c echo.Context) error {
 func (s *Server) reload(c echo.Context) error {
 	before := s.p.Status().KnowledgeBase.Version
 	if err := s.p.ReloadKnowledgeBase(); err != nil {
-		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed",
+		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed", slog.String("admin", adminName(c)),
 			slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
 		if errors.Is(err, pipeline.ErrNoKnowledgeBase) {
 			return newError(http.StatusConflict, CodeReloadFailed, "this server has no knowledge base to reload")
@@ -157,30 +234,51 @@ func (s *Server) reload(c echo.Context) error {
 		return newError(http.StatusInternalServerError, CodeReloadFailed, "reload failed; the previous knowledge base stays in use")
 	}
 	after := s.p.Status().KnowledgeBase.Version
-	s.log.Info("knowledge base reloaded", "request_id", requestID(c), "version", after)
+	s.log.Info("knowledge base reloaded", "admin", adminName(c), "request_id", requestID(c), "version", after)
 	return c.JSON(http.StatusOK, map[string]any{"reloaded": true, "previous_version": before, "version": after})
 }
 
 // breakerRequest is the body of POST /v1/admin/breakers/{trip,reset}.
 type breakerRequest struct {
-	Breaker string `json:"breaker"` // e.g. "tier/retrieval" or "model/qwen3-max"
+	Breaker string `json:"breaker"` // e.g. "tier/retrieval" or "model/qwen3-max"; "*": every one (reset only)
 }
+
+// allBreakers names every breaker in a reset.
+const allBreakers = "*"
 
 // breakerFromBody finds the breaker a request names.
 func (s *Server) breakerFromBody(c echo.Context) (*breaker.Breaker, error) {
-	body, err := readJSONBody(c.Request(), s.lim)
+	bs, _, err := s.breakersFromBody(c, false)
 	if err != nil {
 		return nil, err
 	}
+	return bs[0], nil
+}
+
+// breakersFromBody finds the breakers a request names: one, or, when all
+// is set and it names "*", every one (every is then true).
+func (s *Server) breakersFromBody(c echo.Context, all bool) (bs []*breaker.Breaker, every bool, err error) {
+	body, err := readJSONBody(c.Request(), s.lim)
+	if err != nil {
+		return nil, false, err
+	}
 	var req breakerRequest
 	if err := decodeStrict(body, &req, true); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if all && req.Breaker == allBreakers {
+		for _, snap := range s.p.Breakers().Snapshots() {
+			if b, ok := s.p.Breakers().Lookup(snap.Name); ok {
+				bs = append(bs, b)
+			}
+		}
+		return bs, true, nil
 	}
 	b, ok := s.p.Breakers().Lookup(req.Breaker)
 	if !ok {
-		return nil, newError(http.StatusNotFound, CodeNotFound, "no such breaker; GET /v1/status lists them")
+		return nil, false, newError(http.StatusNotFound, CodeNotFound, "no such breaker; GET /v1/status lists them")
 	}
-	return b, nil
+	return []*breaker.Breaker{b}, false, nil
 }
 
 // tripBreaker serves POST /v1/admin/breakers/trip: force a breaker open
@@ -197,7 +295,7 @@ func (s *Server) tripBreaker(c echo.Context) error {
 			"the static tier is the answer of last resort; its breaker cannot be tripped")
 	}
 	b.Trip()
-	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "request_id", requestID(c))
+	s.log.Warn("breaker tripped by request", "breaker", b.Name(), "admin", adminName(c), "request_id", requestID(c))
 	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
 }
 
@@ -214,17 +312,26 @@ func (s *Server) guardsStaticTier(name string) bool {
 
 // resetBreaker serves POST /v1/admin/breakers/reset: force a breaker
 // closed with an empty window; a model's breaker ("model/<id>") also ends
-// that model's cooldown after a 429 on this instance.
+// that model's cooldown after a 429 on this instance. {"breaker": "*"}
+// resets every breaker and answers {"breakers": [...]}.
 func (s *Server) resetBreaker(c echo.Context) error {
-	b, err := s.breakerFromBody(c)
+	bs, every, err := s.breakersFromBody(c, true)
 	if err != nil {
 		return err
 	}
-	b.Reset()
-	cooled := false
-	if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
-		cooled = s.p.EndCooldown(id)
+	out := make([]BreakerInfo, 0, len(bs))
+	for _, b := range bs {
+		b.Reset()
+		cooled := false
+		if id, ok := strings.CutPrefix(b.Name(), "model/"); ok {
+			cooled = s.p.EndCooldown(id)
+		}
+		s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "admin", adminName(c),
+			"request_id", requestID(c))
+		out = append(out, breakerInfo(b.Snapshot()))
 	}
-	s.log.Info("breaker reset by request", "breaker", b.Name(), "cooldown_ended", cooled, "request_id", requestID(c))
-	return c.JSON(http.StatusOK, breakerInfo(b.Snapshot()))
+	if !every {
+		return c.JSON(http.StatusOK, out[0])
+	}
+	return c.JSON(http.StatusOK, map[string][]BreakerInfo{"breakers": out})
 }

@@ -172,8 +172,9 @@ type streamSink interface {
 // heartbeats while waiting. An error before anything was sent is returned
 // for the normal JSON error response.
 func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sink streamSink) error {
-	ctx := c.Request().Context()
 	start := time.Now()
+	s.startQuestion(c, q)
+	ctx := c.Request().Context()
 	pump := s.startPump(ctx, q, requestID(c), c.Path())
 	defer pump.close()
 	tally := s.obs.streamTally(start)
@@ -229,8 +230,9 @@ func (s *Server) serveStream(c echo.Context, q tiers.Query, w *streamWriter, sin
 	}
 }
 
-// logStream logs one line for a streamed question.
+// logStream logs one line for a streamed question and finishes it.
 func (s *Server) logStream(c echo.Context, q tiers.Query, start time.Time, end streamEnd) {
+	defer s.finish(c, q, start, end.res, end.err)
 	ctx := context.WithoutCancel(c.Request().Context())
 	attrs := []slog.Attr{
 		slog.String("request_id", requestID(c)),

@@ -40,6 +40,8 @@ type Breaker struct {
 	pending    []event // changes not yet delivered to listeners and the store
 	spare      []event
 	delivering bool // a goroutine is delivering pending
+
+	lastTrip TripReason // what tripped the breaker most recently
 }
 
 // period is one stretch of time in one state. Its first four fields never
@@ -269,6 +271,8 @@ type Snapshot struct {
 
 	Trips    uint64 // transitions to OPEN since creation
 	Rejected uint64 // calls refused since creation
+
+	LastTrip TripReason // what tripped it most recently; zero if it never tripped
 }
 
 // Snapshot returns the breaker's state and counters.
@@ -282,6 +286,7 @@ func (b *Breaker) Snapshot() Snapshot {
 		Generation: p.gen,
 		Trips:      b.trips,
 		Rejected:   b.rejected.Load(),
+		LastTrip:   b.lastTrip,
 	}
 	switch p.state {
 	case StateClosed:

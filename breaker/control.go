@@ -46,34 +46,25 @@ func (b *Breaker) extendLocked(p *period, until time.Time, publish bool) bool {
 	return true
 }
 
-// tripFrom opens the breaker if CLOSED period p is still current.
-func (b *Breaker) tripFrom(p *period) {
+// tripFrom opens the breaker if CLOSED period p is still current, on an
+// outcome (a slow success if slow, else a failure) reported for why.
+func (b *Breaker) tripFrom(p *period, slow bool, why Reason) {
 	now := b.now()
 	b.mu.Lock()
 	if b.cur.Load() != p {
 		b.mu.Unlock()
 		return
 	}
+	b.noteTripLocked(b.tripCause(p, slow, now), why, now)
 	b.setLocked(p, StateOpen, now.Add(b.openFor), true)
 	b.mu.Unlock()
 	b.deliver()
 }
 
-// Trip forces the breaker OPEN now, for the current open duration. A breaker
-// already open stays open at least that long from now.
-func (b *Breaker) Trip() {
-	now := b.now()
-	b.mu.Lock()
-	p, _ := b.advanceLocked(now)
-	until := now.Add(b.openFor)
-	if p.state == StateOpen {
-		b.extendLocked(p, until, true)
-	} else {
-		b.setLocked(p, StateOpen, until, true)
-	}
-	b.mu.Unlock()
-	b.deliver()
-}
+// Trip forces the breaker OPEN now, for the current open duration, with
+// CauseManual as its reason. A breaker already open stays open at least
+// that long from now.
+func (b *Breaker) Trip() { b.TripBecause(CauseManual, Reason{}) }
 
 // Reset forces the breaker CLOSED with an empty window and the base open
 // duration. Outcomes of permits granted before Reset are ignored.
@@ -122,6 +113,7 @@ func (b *Breaker) Apply(s Shared) {
 		if p.state == StateOpen {
 			b.extendLocked(p, until, false)
 		} else {
+			b.noteTripLocked(CauseRemote, Reason{}, now)
 			b.setLocked(p, StateOpen, until, false)
 		}
 	case StateHalfOpen:
@@ -137,8 +129,9 @@ func (b *Breaker) Apply(s Shared) {
 	b.deliver()
 }
 
-// reportProbe settles half-open probe id of period p.
-func (b *Breaker) reportProbe(p *period, id uint64, o Outcome) {
+// reportProbe settles half-open probe id of period p, whose outcome o was
+// reported for why.
+func (b *Breaker) reportProbe(p *period, id uint64, o Outcome, why Reason) {
 	now := b.now()
 	b.mu.Lock()
 	if b.cur.Load() != p {
@@ -158,6 +151,7 @@ func (b *Breaker) reportProbe(p *period, id uint64, o Outcome) {
 		}
 	case Failure:
 		b.openFor = scale(b.openFor, b.cfg.OpenBackoff, b.cfg.MaxOpenDuration)
+		b.noteTripLocked(CauseProbeFailed, why, now)
 		b.setLocked(p, StateOpen, now.Add(b.openFor), true)
 	}
 	b.mu.Unlock()

@@ -51,7 +51,11 @@
 //
 // Do wraps the simple case and classifies errors with Classify. A Registry
 // holds one breaker per name. OnStateChange listeners are called in order,
-// after the breaker's lock is released.
+// after the breaker's lock is released. DoneReason and ReportReason add the
+// caller's Reason (an outcome kind and a short, secret-free message); the
+// breaker keeps, in Snapshot.LastTrip, the Cause of its last trip (the rule
+// crossed, a failed probe, Trip, a Store), the Reason of the outcome that
+// tripped it and the time.
 //
 // # Sharing state
 //

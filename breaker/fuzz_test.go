@@ -57,14 +57,15 @@ func FuzzBreaker(f *testing.F) {
 				o := breaker.Outcome(arg(i+2) % 3)
 				i += 2
 				h := &permits[k]
+				why := breaker.Reason{Kind: fmt.Sprint("op ", i), Message: o.String()}
 				if op == 1 {
-					h.p.Done(o)
-					m.report(&h.mp, o, clk.Now().Sub(h.mp.start), clk.Now())
+					h.p.DoneReason(o, why)
+					m.report(&h.mp, o, clk.Now().Sub(h.mp.start), clk.Now(), why)
 				} else {
 					elapsed := time.Duration(arg(i+1)) * 10 * time.Millisecond
 					i++
-					h.p.Report(o, elapsed)
-					m.report(&h.mp, o, elapsed, clk.Now())
+					h.p.ReportReason(o, elapsed, why)
+					m.report(&h.mp, o, elapsed, clk.Now(), why)
 				}
 			case 2: // clock step
 				clk.Advance(time.Duration(arg(i+1)) * 50 * time.Millisecond)

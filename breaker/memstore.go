@@ -122,7 +122,7 @@ func (m *MemoryStore) Record(name string, o Outcome, slow bool) {
 	}
 	m.mu.Unlock()
 	for _, b := range targets {
-		b.Trip()
+		b.TripBecause(CauseCluster, Reason{})
 	}
 }
 

@@ -18,6 +18,7 @@ type model struct {
 	trips    uint64
 	rejected uint64
 	openFor  time.Duration
+	lastTrip breaker.TripReason
 
 	// CLOSED
 	outcomes []modelOutcome // oldest first
@@ -95,7 +96,7 @@ func (m *model) allow(now time.Time) (modelPermit, error) {
 	return modelPermit{gen: m.gen, probe: true, id: m.nextProbe, start: now}, nil
 }
 
-func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration, now time.Time) {
+func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration, now time.Time, why breaker.Reason) {
 	if p.done {
 		return
 	}
@@ -121,6 +122,7 @@ func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration,
 			if grown < float64(m.cfg.MaxOpenDuration) {
 				m.openFor = time.Duration(grown)
 			}
+			m.lastTrip = breaker.TripReason{Cause: breaker.CauseProbeFailed, Kind: why.Kind, Message: why.Message, At: now}
 			m.set(breaker.StateOpen, now)
 		}
 		return
@@ -140,10 +142,19 @@ func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration,
 		m.consec = 0
 	}
 	calls, failures, slows := m.counts(now)
-	if (fail && m.cfg.FailureThreshold > 0 && m.consec >= m.cfg.FailureThreshold) ||
-		m.cfg.Exceeded(calls, failures, slows) {
-		m.set(breaker.StateOpen, now)
+	cause := breaker.CauseConsecutiveFailures
+	switch {
+	case fail && m.cfg.FailureThreshold > 0 && m.consec >= m.cfg.FailureThreshold:
+	case m.cfg.Exceeded(calls, failures, slows):
+		cause = breaker.CauseSlowCallRate
+		if m.cfg.FailureRate > 0 && float64(failures)/float64(calls) >= m.cfg.FailureRate {
+			cause = breaker.CauseFailureRate
+		}
+	default:
+		return
 	}
+	m.lastTrip = breaker.TripReason{Cause: cause, Kind: why.Kind, Message: why.Message, At: now}
+	m.set(breaker.StateOpen, now)
 }
 
 func (m *model) epoch(now time.Time) int64 {
@@ -173,6 +184,7 @@ func (m *model) counts(now time.Time) (calls, failures, slow int) {
 
 func (m *model) trip(now time.Time) {
 	m.advance(now)
+	m.lastTrip = breaker.TripReason{Cause: breaker.CauseManual, At: now}
 	if m.state != breaker.StateOpen {
 		m.set(breaker.StateOpen, now)
 	} else if until := now.Add(m.openFor); until.After(m.openUntil) {
@@ -187,7 +199,7 @@ func (m *model) check(t *testing.T, at string, s breaker.Snapshot, now time.Time
 	m.advance(now)
 	want := breaker.Snapshot{
 		Name: "fuzz", State: m.state, Generation: m.gen, Trips: m.trips, Rejected: m.rejected,
-		OpenUntil: m.openUntil,
+		OpenUntil: m.openUntil, LastTrip: m.lastTrip,
 	}
 	switch m.state {
 	case breaker.StateClosed:

@@ -31,7 +31,11 @@ func (p *Permit) Probe() bool { return p.probe != 0 }
 
 // Done reports the call's outcome, measuring its duration with the breaker's
 // clock from Allow. A second report is a no-op.
-func (p *Permit) Done(o Outcome) {
+func (p *Permit) Done(o Outcome) { p.DoneReason(o, Reason{}) }
+
+// DoneReason is Done with the caller's reason for the outcome, which the
+// breaker keeps (see LastTrip) if this outcome trips it.
+func (p *Permit) DoneReason(o Outcome, why Reason) {
 	if p.b == nil || p.done {
 		return
 	}
@@ -42,12 +46,16 @@ func (p *Permit) Done(o Outcome) {
 		at = b.since()
 		elapsed = at - p.start
 	}
-	b.report(p.p, p.probe, o, elapsed, at)
+	b.report(p.p, p.probe, o, elapsed, at, why)
 }
 
 // Report reports the call's outcome with a duration the caller measured
 // itself (for a stream: until its end). A second report is a no-op.
-func (p *Permit) Report(o Outcome, elapsed time.Duration) {
+func (p *Permit) Report(o Outcome, elapsed time.Duration) { p.ReportReason(o, elapsed, Reason{}) }
+
+// ReportReason is Report with the caller's reason for the outcome, which
+// the breaker keeps (see LastTrip) if this outcome trips it.
+func (p *Permit) ReportReason(o Outcome, elapsed time.Duration, why Reason) {
 	if p.b == nil || p.done {
 		return
 	}
@@ -57,14 +65,14 @@ func (p *Permit) Report(o Outcome, elapsed time.Duration) {
 	if b.timeWin {
 		at = b.since()
 	}
-	b.report(p.p, p.probe, o, elapsed, at)
+	b.report(p.p, p.probe, o, elapsed, at, why)
 }
 
 // report settles one permit of period p. at (see since) is zero unless the
 // window needs it.
-func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Duration) {
+func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Duration, why Reason) {
 	if probe != 0 {
-		b.reportProbe(p, probe, o)
+		b.reportProbe(p, probe, o, why)
 		return
 	}
 	if o >= Ignored || b.cur.Load() != p {
@@ -78,7 +86,7 @@ func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Du
 		b.store.Record(b.name, o, slow)
 	}
 	if trip {
-		b.tripFrom(p)
+		b.tripFrom(p, slow, why)
 	}
 }
 

@@ -32,6 +32,9 @@ type Config struct {
 	// negative for none.
 	Jitter     float64
 	MaxEntries int // per tenant; the least recently used entry goes first; default 10000
+	// MaxTenants bounds the tenants held; beyond it the least recently used
+	// tenant (a Get, GetStale or Put is a use) is dropped whole; default 10000.
+	MaxTenants int
 	// Grace is how long an expired entry is kept for GetStale
 	// (stale-if-error); default 1h, negative for none.
 	Grace time.Duration
@@ -53,6 +56,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxEntries <= 0 {
 		c.MaxEntries = 10000
+	}
+	if c.MaxTenants <= 0 {
+		c.MaxTenants = 10000
 	}
 	switch {
 	case c.Grace == 0:
@@ -95,38 +101,34 @@ type Stats struct {
 	GuardRejects            uint64 // similar entries refused by the false-hit guard
 	Evictions               uint64 // entries dropped by the per-tenant cap
 	Expirations             uint64 // entries dropped after TTL plus grace
+	TenantEvictions         uint64 // tenants dropped by MaxTenants
 }
 
 // Cache is a semantic cache of answers, partitioned by tenant: each tenant
 // has its own exact-match table, vector index and LRU list, and a lookup
-// never looks outside its tenant. A Cache is safe for concurrent use.
+// never looks outside its tenant. At most MaxTenants tenants are held, and
+// a tenant whose entries are all past their grace is freed. A Cache is safe
+// for concurrent use.
 type Cache struct {
 	cfg Config
 
-	mu      sync.Mutex // guards tenants
-	tenants map[string]*tenant
+	// mu guards the fields below. It is taken before a tenant's mutex,
+	// never while one is held.
+	mu        sync.Mutex
+	tenants   map[string]*tenant
+	byUse     *list.List // of *tenant, most recently used first
+	nextSweep time.Time  // when to free tenants with nothing left to serve
 
-	hits, staleHits, misses, rejects, evictions, expirations atomic.Uint64
+	hits, staleHits, misses, rejects, evictions, expirations, tenantEvictions atomic.Uint64
 }
 
 // New returns an empty Cache.
 func New(cfg Config) *Cache {
-	return &Cache{cfg: cfg.withDefaults(), tenants: make(map[string]*tenant)}
+	return &Cache{cfg: cfg.withDefaults(), tenants: make(map[string]*tenant), byUse: list.New()}
 }
 
 // Config returns the configuration in effect, defaults filled in.
 func (c *Cache) Config() Config { return c.cfg }
-
-func (c *Cache) tenant(name string, create bool) *tenant {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := c.tenants[name]
-	if t == nil && create {
-		t = newTenant(c)
-		c.tenants[name] = t
-	}
-	return t
-}
 
 // Get returns the entry of tenant that answers question, whose embedding is
 // vec: an exact match of the normalized question, or else the most similar
@@ -144,7 +146,7 @@ func (c *Cache) GetStale(tenant, question string, vec []float32, kbVersion uint6
 }
 
 func (c *Cache) lookup(name, question string, vec []float32, kbVersion uint64, stale bool) (Entry, error) {
-	t := c.tenant(name, false)
+	t := c.find(name, true)
 	if t == nil {
 		c.misses.Add(1)
 		return Entry{}, ErrMiss
@@ -185,7 +187,13 @@ func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 		e.Question = question
 	}
 	e.Docs = append([]DocRef(nil), e.Docs...)
-	return c.tenant(tenant, true).put(question, key, vec, e, now)
+	for {
+		// A tenant dropped since it was found takes no entries: retry on
+		// the one that replaces it.
+		if err := c.create(tenant, now).put(question, key, vec, e, now); !errors.Is(err, errTenantGone) {
+			return err
+		}
+	}
 }
 
 // ttl returns TTL stretched by a random fraction of Jitter.
@@ -210,7 +218,7 @@ func usableVector(vec []float32) bool {
 // Len returns the number of entries of tenant, expired ones in grace
 // included.
 func (c *Cache) Len(tenant string) int {
-	t := c.tenant(tenant, false)
+	t := c.find(tenant, false)
 	if t == nil {
 		return 0
 	}
@@ -262,11 +270,9 @@ func (c *Cache) Invalidate(current uint64) int {
 // Purge removes every entry of every tenant.
 func (c *Cache) Purge() {
 	c.mu.Lock()
-	ts := c.tenants
-	c.tenants = make(map[string]*tenant)
-	c.mu.Unlock()
-	for _, t := range ts {
-		t.removeIf(func(*record) bool { return true })
+	defer c.mu.Unlock()
+	for _, t := range c.tenants {
+		c.dropLocked(t)
 	}
 }
 
@@ -275,7 +281,7 @@ func (c *Cache) Stats() Stats {
 	return Stats{
 		Hits: c.hits.Load(), StaleHits: c.staleHits.Load(), Misses: c.misses.Load(),
 		GuardRejects: c.rejects.Load(), Evictions: c.evictions.Load(),
-		Expirations: c.expirations.Load(),
+		Expirations: c.expirations.Load(), TenantEvictions: c.tenantEvictions.Load(),
 	}
 }
 

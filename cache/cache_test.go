@@ -172,7 +172,7 @@ func TestCapBoundsMemory(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tn := f.c.tenant("t", false)
+	tn := f.c.find("t", false)
 	if f.c.Len("t") != 2500 || tn.idx.len() != 2500 || tn.exact.ItemCount() != 2500 {
 		t.Fatalf("Len %d, index %d, exact %d; want 2500 each", f.c.Len("t"), tn.idx.len(), tn.exact.ItemCount())
 	}
@@ -294,7 +294,7 @@ func TestConcurrentUse(t *testing.T) {
 func TestDefaults(t *testing.T) {
 	got := New(Config{}).Config()
 	if got.Similarity != 0.92 || got.TTL != 24*time.Hour || got.Jitter != 0.1 ||
-		got.MaxEntries != 10000 || got.Grace != time.Hour || got.Clock == nil {
+		got.MaxEntries != 10000 || got.MaxTenants != 10000 || got.Grace != time.Hour || got.Clock == nil {
 		t.Errorf("defaults = %+v", got)
 	}
 }

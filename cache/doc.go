@@ -31,6 +31,13 @@
 // Config.MaxEntries; Put evicts the least recently used and sweeps entries
 // past their grace.
 //
+// At most Config.MaxTenants tenants are held (default 10000): a new one
+// drops the least recently used tenant whole (a Get or Put is a use), and
+// the sweep frees a tenant whose entries are all past their grace. Tenants
+// share the index's projection planes, so an idle tenant with one entry of
+// 256 dimensions costs about 2.9 KB of heap after GC
+// (go test -run TestIdleTenantMemory -v ./cache/: 5,000 such tenants).
+//
 // # False-hit guard
 //
 // "can I return after 7 days" and "…after 30 days", or "如何开发票" and

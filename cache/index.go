@@ -3,6 +3,7 @@ package cache
 import (
 	"math"
 	"math/rand/v2"
+	"sync"
 )
 
 // simEps is the tolerance of a similarity threshold: float32 rounding puts
@@ -35,14 +36,14 @@ const (
 // reused by every search, so a search allocates nothing once they have grown.
 type index struct {
 	dim    int
-	planes []float32 // dim rows of 64*sketchWords: component j of every hyperplane
+	planes []float32 // dim rows of sketchBits: component j of every hyperplane; shared, read-only
 	vecs   []float32 // len(ids)*dim, normalized
 	vq     []int8    // vecs quantized to int8, for the first re-scoring
 	scale  []float32 // per vector: vecs ≈ scale * vq
 	sk     []uint64  // len(ids)*sketchWords
 	ids    []*record // the record at each position
 
-	// scratch, reused between searches
+	// scratch, reused between searches and made by the first that needs it
 	q      []float32 // the normalized query
 	nz     []int32   // the nonzero components of q
 	qi     []int32   // q quantized: all dim components, or those of nz when sparse
@@ -59,12 +60,42 @@ type index struct {
 const planeSeed1, planeSeed2 = 0x72616766, 0x75736521
 
 func newIndex(dim int) *index {
-	r := rand.New(rand.NewPCG(planeSeed1, planeSeed2+uint64(dim)))
-	planes := make([]float32, 64*sketchWords*dim)
-	for i := range planes {
-		planes[i] = float32(r.NormFloat64())
+	return &index{dim: dim, planes: planesOf(dim)}
+}
+
+// maxSharedDims bounds how many dimensions' hyperplanes are kept for sharing
+// (an index of another dimension makes its own): a service embedding with
+// a stray dimension on every call must not grow memory without bound.
+const maxSharedDims = 8
+
+// sharedPlanes holds the hyperplanes of each dimension in use, computed once
+// and read by every index of that dimension: they are the same for all
+// (1 KB per vector component: 256 KB at dimension 256) and never written.
+var sharedPlanes struct {
+	mu    sync.Mutex // guards byDim
+	byDim map[int][]float32
+}
+
+// planesOf returns the hyperplanes of dimension dim: dim rows of sketchBits
+// components, from a generator seeded by the dimension alone.
+func planesOf(dim int) []float32 {
+	sharedPlanes.mu.Lock()
+	defer sharedPlanes.mu.Unlock()
+	if p, ok := sharedPlanes.byDim[dim]; ok {
+		return p
 	}
-	return &index{dim: dim, planes: planes, q: make([]float32, dim), qi: make([]int32, dim)}
+	r := rand.New(rand.NewPCG(planeSeed1, planeSeed2+uint64(dim)))
+	p := make([]float32, sketchBits*dim)
+	for i := range p {
+		p[i] = float32(r.NormFloat64())
+	}
+	if sharedPlanes.byDim == nil {
+		sharedPlanes.byDim = make(map[int][]float32)
+	}
+	if len(sharedPlanes.byDim) < maxSharedDims {
+		sharedPlanes.byDim[dim] = p
+	}
+	return p
 }
 
 func (x *index) len() int { return len(x.ids) }
@@ -139,6 +170,9 @@ func (x *index) search(vec []float32, k int, minSim float32, out []hit) []hit {
 	n := len(x.ids)
 	if n == 0 || k <= 0 {
 		return out
+	}
+	if x.q == nil {
+		x.q = make([]float32, x.dim)
 	}
 	q := x.q
 	copy(q, vec)

@@ -223,6 +223,9 @@ const queryLevels = 1<<15 - 1
 // quantizeQuery sets x.qi to x.q in integers (only the components of x.nz,
 // in their order, when sparse) and returns the scale: q ≈ scale * qi.
 func (x *index) quantizeQuery(sparse bool) float32 {
+	if x.qi == nil {
+		x.qi = make([]int32, x.dim)
+	}
 	var m float32
 	for _, f := range x.q {
 		m = max(m, f, -f)

@@ -309,3 +309,16 @@ func TestIndexDense(t *testing.T) {
 		t.Errorf("%d of %d queries have an exact hit at %.2f, want a mix", hits, queries, minSim)
 	}
 }
+
+// TestTenantsShareProjectionPlanes guards the memory of a tenant: the
+// hyperplanes of a dimension, the same for every tenant's index, are made
+// once and shared, not copied into each index.
+func TestTenantsShareProjectionPlanes(t *testing.T) {
+	a, b := newIndex(DefaultHashDim), newIndex(DefaultHashDim)
+	if len(a.planes) != sketchBits*DefaultHashDim || &a.planes[0] != &b.planes[0] {
+		t.Errorf("planes of two indexes (%d, %d components) are not one shared array", len(a.planes), len(b.planes))
+	}
+	if p := newIndex(64).planes; len(p) != sketchBits*64 || &p[0] == &a.planes[0] {
+		t.Errorf("planes of dimension 64: %d components, want their own %d", len(p), sketchBits*64)
+	}
+}

@@ -15,7 +15,9 @@ const candidates = 4
 
 // tenant is one tenant's partition of the cache.
 type tenant struct {
-	c *Cache // for the configuration and the counters
+	c    *Cache // for the configuration and the counters
+	name string
+	elem *list.Element // in c.byUse; guarded by c.mu
 
 	mu sync.Mutex // guards everything below, and is held by the callbacks of exact
 	// exact maps a normalized question to its *record. Its own expiry (in
@@ -27,10 +29,14 @@ type tenant struct {
 	lru       *list.List // of *record, most recently used first
 	nextSweep time.Time  // when to drop entries past their grace next
 	hits      []hit      // search scratch
+	// until is when the last entry put passes its grace: from then on the
+	// tenant has nothing left to serve.
+	until time.Time
+	gone  bool // dropped from the cache: takes no more entries
 }
 
-func newTenant(c *Cache) *tenant {
-	t := &tenant{c: c, exact: gocache.New(gocache.NoExpiration, 0), lru: list.New()}
+func newTenant(c *Cache, name string) *tenant {
+	t := &tenant{c: c, name: name, exact: gocache.New(gocache.NoExpiration, 0), lru: list.New()}
 	// Called by exact with t.mu held (every exact call is made under it).
 	t.exact.OnEvicted(func(_ string, v any) {
 		if r, ok := v.(*record); ok {
@@ -50,6 +56,9 @@ func (t *tenant) lookup(question string, vec []float32, kb uint64, stale bool, n
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.gone {
+		return Entry{}, false
+	}
 	if v, ok := t.exact.Get(key); ok {
 		if r := v.(*record); t.usable(r, kb, stale, now) {
 			return t.serve(r, 1, now), true
@@ -123,10 +132,13 @@ func (t *tenant) serve(r *record, sim float64, now time.Time) Entry {
 }
 
 // put stores e for question under key (its normalized form), replacing the
-// entry of the same key.
+// entry of the same key. It returns errTenantGone once t is retired.
 func (t *tenant) put(question, key string, vec []float32, e Entry, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.gone {
+		return errTenantGone
+	}
 	if t.idx == nil {
 		t.idx = newIndex(len(vec))
 	}
@@ -141,6 +153,9 @@ func (t *tenant) put(question, key string, vec []float32, e Entry, now time.Time
 	t.idx.add(r, vec)
 	r.elem = t.lru.PushFront(r)
 	t.exact.Set(key, r, e.Expires.Add(t.c.cfg.Grace).Sub(now))
+	if end := e.Expires.Add(t.c.cfg.Grace); end.After(t.until) {
+		t.until = end
+	}
 	for t.lru.Len() > t.c.cfg.MaxEntries {
 		t.remove(t.lru.Back().Value.(*record))
 		t.c.evictions.Add(1)
@@ -151,7 +166,7 @@ func (t *tenant) put(question, key string, vec []float32, e Entry, now time.Time
 // sweep drops every entry past its grace period; it runs at most once per
 // sweepEvery of clock time, from put.
 func (t *tenant) sweep(now time.Time) {
-	t.nextSweep = now.Add(t.sweepEvery())
+	t.nextSweep = now.Add(t.c.sweepEvery())
 	// With a clock that follows real time, exact's own expiry drops most of
 	// these entries first: count them too.
 	before := t.lru.Len()
@@ -162,8 +177,25 @@ func (t *tenant) sweep(now time.Time) {
 	t.c.expirations.Add(uint64(before - t.lru.Len()))
 }
 
-func (t *tenant) sweepEvery() time.Duration {
-	return max(time.Second, min(t.c.cfg.TTL, t.c.cfg.Grace+time.Minute)/4)
+// retire marks t dropped, so that a put still holding it retries on its
+// successor.
+func (t *tenant) retire() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.gone = true
+}
+
+// retireIfIdle retires t if it has nothing left to serve at now (no entry,
+// or every entry past its grace) and returns how many entries it held.
+func (t *tenant) retireIfIdle(now time.Time) (int, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := t.lru.Len()
+	if n > 0 && now.Before(t.until) {
+		return 0, false
+	}
+	t.gone = true
+	return n, true
 }
 
 // removeIf removes the records for which drop returns true.

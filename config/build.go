@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net/http"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
@@ -43,6 +45,10 @@ type Env struct {
 	// Logger receives the shared store's reports (Redis lost, Redis back);
 	// nil means slog.Default().
 	Logger *slog.Logger
+	// Tracer records the pipeline's spans (pipeline.Options.Tracer); nil
+	// records none. The tracing: section says how to make one (see
+	// api.NewTracerProvider).
+	Tracer trace.Tracer
 }
 
 // Build returns a ready pipeline for cfg: it fills defaults, validates cfg
@@ -71,8 +77,8 @@ func options(cfg Config, env Env) (pipeline.Options, error) {
 		return pipeline.Options{}, err
 	}
 	b := &builder{cfg: cfg, env: env, models: map[string]tiers.Candidate{}}
-	if cfg.Redis.URL != "" && env.BreakerStore == nil {
-		if err := b.openShared(); err != nil {
+	if url := redisURL(cfg.Redis, env.Getenv); url != "" && env.BreakerStore == nil {
+		if err := b.openShared(url); err != nil {
 			return pipeline.Options{}, err
 		}
 	}
@@ -128,6 +134,7 @@ func (b *builder) options() (pipeline.Options, error) {
 	opts := pipeline.Options{
 		Tiers:            stages,
 		RequestTimeout:   b.cfg.Server.RequestTimeout,
+		RetrievalTimeout: b.cfg.KnowledgeBase.Timeout,
 		Clock:            b.env.Clock,
 		Observer:         b.env.Observer,
 		RateLimit:        rateLimit(b.cfg.RateLimit),
@@ -139,6 +146,7 @@ func (b *builder) options() (pipeline.Options, error) {
 		Store:            b.env.BreakerStore,
 		Limiter:          b.limiter,
 		Closers:          b.closers,
+		Tracer:           b.env.Tracer,
 	}
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb
@@ -263,7 +271,8 @@ func (b *builder) tier(i int, tc Tier) (tiers.Tier, error) {
 // what the semantic cache stored.
 func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	if b.cache == nil {
-		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries}
+		cc := cache.Config{Similarity: tc.Cache.Similarity, TTL: tc.Cache.TTL, MaxEntries: tc.Cache.MaxEntries,
+			MaxTenants: tc.Cache.MaxTenants}
 		for _, t := range b.cfg.Tiers {
 			if t.Kind == KindStaleCache {
 				cc.Grace = max(cc.Grace, t.Cache.Grace)

@@ -39,6 +39,41 @@ func TestBuildChecksAPIKeyEnv(t *testing.T) {
 	}
 }
 
+// TestRedisURLFromEnv guards the Redis password: redis.url_env names the
+// variable that holds the whole URL, so the password need not be written
+// into the file; an unset variable is an error naming the field, and
+// neither the URL nor its password reaches an error.
+func TestRedisURLFromEnv(t *testing.T) {
+	cfg := mustParse(t, "redis: {url_env: TEST_REDIS_URL, op_timeout: 20ms}\ntiers: [{kind: static}]")
+	_, err := Build(cfg, Env{Getenv: noEnv})
+	if err == nil || !strings.Contains(err.Error(), "redis.url_env: environment variable TEST_REDIS_URL is not set") {
+		t.Fatalf("err = %v", err)
+	}
+	env := func(url string) Env {
+		return Env{Getenv: func(k string) string {
+			if k == "TEST_REDIS_URL" {
+				return url
+			}
+			return ""
+		}}
+	}
+	_, err = Build(cfg, env("redis://:sk-secret-value@127.0.0.1:6379/notadb"))
+	if err == nil || !strings.Contains(err.Error(), "redis.url_env: environment variable TEST_REDIS_URL does not hold") ||
+		strings.Contains(err.Error(), "sk-secret") {
+		t.Fatalf("err = %v", err)
+	}
+	// A URL no Redis answers on: the pipeline starts on the shared store,
+	// unhealthy, and runs on local state.
+	p, err := Build(cfg, env("redis://:sk-secret-value@127.0.0.1:1/0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	if st := p.Status().Store; st.Kind != "redis" {
+		t.Fatalf("store %+v, want the redis store", st)
+	}
+}
+
 // TestBuildRunsTheDesignChain builds the design's chain against an llmtest
 // upstream and checks a question goes cache miss -> primary, then hits.
 func TestBuildRunsTheDesignChain(t *testing.T) {

@@ -15,8 +15,24 @@ type Config struct {
 	Redis         Redis            `yaml:"redis"`
 	RateLimit     RateLimit        `yaml:"rate_limit"`
 	Notes         Notes            `yaml:"notes"`
+	Tracing       Tracing          `yaml:"tracing"`
+	Console       Console          `yaml:"console"`
 	OpenAI        OpenAI           `yaml:"openai"`
 	Tiers         []Tier           `yaml:"tiers"`
+}
+
+// Tracing configures OpenTelemetry tracing over OTLP/HTTP: a span per
+// question, per tier and per model call. It is off unless OTLPEndpoint
+// or the standard OTEL_EXPORTER_OTLP_ENDPOINT is set.
+type Tracing struct {
+	OTLPEndpoint string  `yaml:"otlp_endpoint"` // base URL of the collector, e.g. http://127.0.0.1:4318; spans go to its /v1/traces
+	ServiceName  string  `yaml:"service_name"`  // default "ragfuse"
+	SampleRatio  float64 `yaml:"sample_ratio"`  // share of the traces started here that are recorded, in (0, 1]; default 1
+}
+
+// Console configures the web console (GET /console).
+type Console struct {
+	ShowQuestions bool `yaml:"show_questions"` // the feed of the latest questions shows their text; default false
 }
 
 // Server configures the HTTP server. A zero field other than
@@ -32,12 +48,19 @@ type Server struct {
 	DefaultLanguage  string        `yaml:"default_language"`   // notes without Accept-Language or a question in a known script: "zh" or "en"; default "zh"
 	MaxHistoryTurns  int           `yaml:"max_history_turns"`  // turns of history a question keeps, the oldest beyond dropped; default 20
 	MaxHistoryBytes  int           `yaml:"max_history_bytes"`  // bytes of the turns kept; more is 413 history_too_long; default 16384
+	ReadTimeout      time.Duration `yaml:"read_timeout"`       // a request's headers and body must arrive within it, or 408; default 10s
+	IdleTimeout      time.Duration `yaml:"idle_timeout"`       // a kept-alive connection with no request is closed after it; default 120s
+	MaxConnections   int           `yaml:"max_connections"`    // connections open at once; one more waits briefly, then is closed; default 10000
 }
 
-// Auth lists API keys. With no keys, requests are not authenticated and
-// the tenant comes from the request body. ResolveKeys reads the keys.
+// Auth lists API keys: tenant keys ask questions, admin keys use the
+// admin routes and the full status. With no keys at all, requests are not
+// authenticated, the tenant comes from the request body, and the admin
+// routes answer loopback clients only. ResolveKeys and ResolveAdminKeys
+// read the keys.
 type Auth struct {
-	Keys []AuthKey `yaml:"keys"`
+	Keys      []AuthKey  `yaml:"keys"`
+	AdminKeys []AdminKey `yaml:"admin_keys"`
 }
 
 // AuthKey maps the API key held in environment variable KeyEnv to a tenant.
@@ -52,6 +75,13 @@ const (
 	ModelEmbedding = "embedding"
 	ModelRerank    = "rerank"
 )
+
+// AdminKey is an admin key held in environment variable KeyEnv; Name
+// (1-64 of A-Z a-z 0-9 _ . -) names it in the log lines of admin actions.
+type AdminKey struct {
+	KeyEnv string `yaml:"key_env"`
+	Name   string `yaml:"name"`
+}
 
 // Model is one OpenAI-compatible model endpoint.
 type Model struct {
@@ -74,6 +104,10 @@ type KnowledgeBase struct {
 	// With the hash embedder such a document also needs cosine 0.99.
 	MinRelevance float64 `yaml:"min_relevance"`
 	Rerank       *Rerank `yaml:"rerank"` // nil: no reranking
+	// Timeout bounds a question's retrieval, whichever tier asks for it,
+	// apart from that tier's own time limit; default: the first retrieval
+	// tier's timeout, or 1s.
+	Timeout time.Duration `yaml:"timeout"`
 	// Condense, if set, lets a model rewrite a question with history into
 	// a standalone question before retrieval (tiers.Condenser).
 	Condense *Condense `yaml:"condense"`
@@ -104,6 +138,7 @@ type OpenAI struct {
 // Redis enables shared breaker state and rate limits.
 type Redis struct {
 	URL       string        `yaml:"url"`        // empty: state stays in this process
+	URLEnv    string        `yaml:"url_env"`    // the environment variable holding the whole URL (password included), instead of url
 	Prefix    string        `yaml:"prefix"`     // key namespace; default "ragfuse"
 	OpTimeout time.Duration `yaml:"op_timeout"` // bound of every Redis call; default 50ms
 }
@@ -187,6 +222,7 @@ type CacheTier struct {
 	Similarity float64       `yaml:"similarity"`                       // default 0.92
 	TTL        time.Duration `yaml:"ttl"`                              // default 24h
 	MaxEntries int           `yaml:"max_entries"`                      // per tenant; default 10000
+	MaxTenants int           `yaml:"max_tenants"`                      // tenants held; the least recently used is dropped; default 10000
 	StoreFrom  []string      `yaml:"store_from" kind:"semantic_cache"` // primary and/or fallback; default [primary]; []: none
 	Grace      time.Duration `yaml:"grace" kind:"stale_cache"`         // how long past expiry an entry may be served; default 1h
 }

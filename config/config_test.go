@@ -65,7 +65,7 @@ func TestParseFillsKindDefaults(t *testing.T) {
 knowledge_base: {path: kb}
 tiers: [{kind: semantic_cache}, {kind: llm, models: [m]}, {kind: llm, models: [m], name: second}, {kind: stale_cache},
         {kind: retrieval}, {kind: static}]`)
-	cache := CacheTier{Embedder: "hash", Similarity: 0.92, TTL: 24 * time.Hour, MaxEntries: 10000}
+	cache := CacheTier{Embedder: "hash", Similarity: 0.92, TTL: 24 * time.Hour, MaxEntries: 10000, MaxTenants: 10000}
 	semantic := cache
 	semantic.StoreFrom = []string{"primary"}
 	llm := func(source string) LLMTier {
@@ -84,6 +84,13 @@ tiers: [{kind: semantic_cache}, {kind: llm, models: [m]}, {kind: llm, models: [m
 		if got := cfg.Tiers[i]; !reflect.DeepEqual(got, w) {
 			t.Errorf("tiers[%d] = %+v\nwant %+v", i, got, w)
 		}
+	}
+	if cfg.KnowledgeBase.Timeout != time.Second {
+		t.Errorf("knowledge_base.timeout = %v, want the retrieval tier's 1s", cfg.KnowledgeBase.Timeout)
+	}
+	cfg = mustParse(t, "knowledge_base: {path: kb}\ntiers: [{kind: retrieval, timeout: 2s}, {kind: static}]")
+	if cfg.KnowledgeBase.Timeout != 2*time.Second {
+		t.Errorf("knowledge_base.timeout = %v, want the retrieval tier's 2s", cfg.KnowledgeBase.Timeout)
 	}
 }
 

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -67,6 +68,9 @@ func (c *Config) Defaults() {
 		c.KnowledgeBase.Condense = &d
 	}
 	setIfZero(&c.Redis.Prefix, "ragfuse")
+	setIfZero(&c.Tracing.ServiceName, "ragfuse")
+	setIfZero(&c.Tracing.SampleRatio, 1)
+	setIfZero(&c.KnowledgeBase.Timeout, c.retrievalTimeout())
 	rl := &c.RateLimit
 	setIfZero(&rl.OnLimit, onLimitDegrade)
 	if rl.GlobalRPS > 0 {
@@ -102,6 +106,17 @@ func (c *Config) Defaults() {
 	}
 }
 
+// retrievalTimeout is the default of knowledge_base.timeout: the first
+// retrieval tier's timeout (its default when unset), or 1s.
+func (c *Config) retrievalTimeout() time.Duration {
+	for _, t := range c.Tiers {
+		if t.Kind == KindRetrieval {
+			return cmp.Or(t.Timeout, defaultTimeouts[KindRetrieval])
+		}
+	}
+	return defaultTimeouts[KindRetrieval]
+}
+
 // defaults fills an llm tier's settings; first tells whether it is the
 // first llm tier of the chain.
 func (l *LLMTier) defaults(first bool) {
@@ -124,6 +139,7 @@ func (c *CacheTier) defaults(kind string) {
 	setIfZero(&c.Similarity, 0.92)
 	setIfZero(&c.TTL, 24*time.Hour)
 	setIfZero(&c.MaxEntries, 10000)
+	setIfZero(&c.MaxTenants, 10000)
 	if kind == KindSemanticCache && c.StoreFrom == nil {
 		c.StoreFrom = []string{string(tiers.SourcePrimary)}
 	}

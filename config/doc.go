@@ -31,9 +31,10 @@
 // # Secrets
 //
 // The file holds only the names of environment variables. CheckEnv
-// reports api_key_env variables that are unset; ResolveKeys reads
-// auth.keys into the key -> tenant map the HTTP server takes. Values never
-// appear in an error.
+// reports api_key_env and redis.url_env variables that are unset;
+// ResolveKeys and ResolveAdminKeys read auth.keys and auth.admin_keys into
+// the key -> tenant and key -> name maps the HTTP server takes (an admin key
+// that is also a tenant's is refused). Values never appear in an error.
 //
 // # Building
 //
@@ -45,19 +46,21 @@
 // knowledge_base.min_relevance as its vector floor), a rerank client for
 // knowledge_base.rerank (a model of kind rerank), and the stages with
 // their breakers and bulkheads. A model's kind (chat, embedding, rerank)
-// says where it may be used. With redis.url it
-// opens a breaker/redisstore Store under redis.prefix, whose breakers and
-// rate limits every instance shares; the pipeline's Close closes it. An
+// says where it may be used. With redis.url (or the URL in the variable
+// redis.url_env) it opens a breaker/redisstore Store under redis.prefix,
+// whose breakers and rate limits every instance shares; the pipeline's
+// Close closes it. An
 // unreachable Redis does not fail Build: the pipeline runs on local state
 // until Redis answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at
 // once. Env carries what is not in the file: the clock, the observer, the
-// HTTP client, the environment.
+// HTTP client, the environment, the tracer.
 //
 // knowledge_base.condense becomes the pipeline's tiers.Condenser, its
 // model's client the one of its models: entry. The server: section other
-// than request_timeout, the notes: and the openai: sections are the HTTP
-// server's (package api); cmd/ragfuse passes them on.
+// than request_timeout, the notes:, openai: and console: sections are the
+// HTTP server's (package api), and tracing: says how the tracer is made
+// (api.NewTracerProvider); cmd/ragfuse passes them on.
 //
 // # Tests
 //

@@ -20,7 +20,19 @@ func (c *Config) CheckEnv(getenv func(string) string) error {
 				fmt.Sprintf("environment variable %s is not set", name))
 		}
 	}
+	if name := c.Redis.URLEnv; name != "" && EnvName(name) {
+		v.check(getenv(name) != "", "redis.url_env", fmt.Sprintf("environment variable %s is not set", name))
+	}
 	return v.err()
+}
+
+// redisURL returns the Redis URL of r: redis.url, or the value of the
+// variable redis.url_env names; "" for none.
+func redisURL(r Redis, getenv func(string) string) string {
+	if r.URLEnv != "" {
+		return strings.TrimSpace(orGetenv(getenv)(r.URLEnv))
+	}
+	return r.URL
 }
 
 // ResolveKeys reads the API keys of a from the environment through getenv
@@ -34,28 +46,70 @@ func ResolveKeys(a Auth, getenv func(string) string) (map[string]string, error) 
 	keys := make(map[string]string, len(a.Keys))
 	for i, k := range a.Keys {
 		path := fmt.Sprintf("auth.keys[%d]", i)
-		fail := func(field, msg string) (map[string]string, error) {
-			return nil, &FieldError{Path: path + "." + field, Msg: msg}
-		}
-		if k.KeyEnv == "" {
-			return fail("key_env", "required")
-		}
-		if !EnvName(k.KeyEnv) {
-			return fail("key_env", NotEnvName)
-		}
 		if !tenantName.MatchString(k.Tenant) {
-			return fail("tenant", fmt.Sprintf("%q must be 1-64 characters of A-Z a-z 0-9 _ . -", k.Tenant))
+			return nil, &FieldError{Path: path + ".tenant", Msg: fmt.Sprintf("%q must be 1-64 characters of A-Z a-z 0-9 _ . -", k.Tenant)}
 		}
-		v := strings.TrimSpace(getenv(k.KeyEnv))
-		if v == "" {
-			return fail("key_env", fmt.Sprintf("environment variable %s is empty or unset", k.KeyEnv))
+		v, err := readKey(getenv, path, k.KeyEnv)
+		if err != nil {
+			return nil, err
 		}
 		if t, dup := keys[v]; dup && t != k.Tenant {
-			return fail("key_env", k.KeyEnv+" holds the same key as another tenant's")
+			return nil, &FieldError{Path: path + ".key_env", Msg: k.KeyEnv + " holds the same key as another tenant's"}
 		}
 		keys[v] = k.Tenant
 	}
 	return keys, nil
+}
+
+// ResolveAdminKeys reads auth.admin_keys from the environment through
+// getenv (nil: os.Getenv) and returns them as a map from key to the key's
+// name, the form the HTTP server takes. A key variable that is unset or
+// empty, an invalid name, or a key that is also a tenant's (auth.keys) or
+// another admin key's is a *FieldError naming the field, e.g.
+// "auth.admin_keys[0].key_env". The keys never appear in errors.
+func ResolveAdminKeys(a Auth, getenv func(string) string) (map[string]string, error) {
+	getenv = orGetenv(getenv)
+	tenantKeys := map[string]bool{}
+	for _, k := range a.Keys {
+		if EnvName(k.KeyEnv) {
+			tenantKeys[strings.TrimSpace(getenv(k.KeyEnv))] = true
+		}
+	}
+	keys := make(map[string]string, len(a.AdminKeys))
+	for i, k := range a.AdminKeys {
+		path := fmt.Sprintf("auth.admin_keys[%d]", i)
+		if !tenantName.MatchString(k.Name) {
+			return nil, &FieldError{Path: path + ".name", Msg: fmt.Sprintf("%q must be 1-64 characters of A-Z a-z 0-9 _ . -", k.Name)}
+		}
+		v, err := readKey(getenv, path, k.KeyEnv)
+		if err != nil {
+			return nil, err
+		}
+		if tenantKeys[v] {
+			return nil, &FieldError{Path: path + ".key_env", Msg: k.KeyEnv + " holds a tenant's key: an admin key must be its own"}
+		}
+		if _, dup := keys[v]; dup {
+			return nil, &FieldError{Path: path + ".key_env", Msg: k.KeyEnv + " holds the same key as another admin key"}
+		}
+		keys[v] = k.Name
+	}
+	return keys, nil
+}
+
+// readKey returns the key held in the variable keyEnv of the entry at
+// path, without surrounding white space.
+func readKey(getenv func(string) string, path, keyEnv string) (string, error) {
+	switch {
+	case keyEnv == "":
+		return "", &FieldError{Path: path + ".key_env", Msg: "required"}
+	case !EnvName(keyEnv):
+		return "", &FieldError{Path: path + ".key_env", Msg: NotEnvName}
+	}
+	v := strings.TrimSpace(getenv(keyEnv))
+	if v == "" {
+		return "", &FieldError{Path: path + ".key_env", Msg: fmt.Sprintf("environment variable %s is empty or unset", keyEnv)}
+	}
+	return v, nil
 }
 
 // tenantName is the form of a tenant id, as the HTTP server accepts it.

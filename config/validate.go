@@ -23,6 +23,9 @@ func (c *Config) Validate() error {
 	v.check(slices.Contains([]string{"", "zh", "en"}, s.DefaultLanguage), "server.default_language", `must be "zh" or "en"`)
 	v.check(s.MaxHistoryTurns >= 0, "server.max_history_turns", "must be > 0")
 	v.check(s.MaxHistoryBytes >= 0, "server.max_history_bytes", "must be > 0")
+	v.check(s.ReadTimeout >= 0, "server.read_timeout", "must be > 0")
+	v.check(s.IdleTimeout >= 0, "server.idle_timeout", "must be > 0")
+	v.check(s.MaxConnections >= 0, "server.max_connections", "must be > 0")
 	if cd := c.KnowledgeBase.Condense; cd != nil {
 		m, ok := c.Models[cd.Model]
 		v.check(cd.Model != "", "knowledge_base.condense.model", "is required")
@@ -30,12 +33,11 @@ func (c *Config) Validate() error {
 		v.check(!ok || m.Kind == ModelChat, "knowledge_base.condense.model", fmt.Sprintf("model %q is of kind %q, not chat", cd.Model, m.Kind))
 		v.check(cd.Timeout > 0, "knowledge_base.condense.timeout", "must be > 0")
 	}
-	for i, k := range c.Auth.Keys {
-		p := fmt.Sprintf("auth.keys[%d]", i)
-		v.check(k.KeyEnv != "", p+".key_env", "is required")
-		v.check(k.KeyEnv == "" || EnvName(k.KeyEnv), p+".key_env", NotEnvName)
-		v.check(k.Tenant != "", p+".tenant", "is required")
-	}
+	v.check(c.KnowledgeBase.Timeout > 0, "knowledge_base.timeout", "must be > 0")
+	c.validateAuth(&v)
+	r := c.Redis
+	v.check(r.URL == "" || r.URLEnv == "", "redis.url_env", "set redis.url or redis.url_env, not both")
+	v.check(r.URLEnv == "" || EnvName(r.URLEnv), "redis.url_env", NotEnvName)
 	for _, id := range sortedKeys(c.Models) {
 		c.validateModel(&v, id)
 	}
@@ -46,6 +48,7 @@ func (c *Config) Validate() error {
 	v.check(rl.GlobalBurst >= 0, "rate_limit.global_burst", "must be >= 0")
 	v.check(rl.TenantBurst >= 0, "rate_limit.tenant_burst", "must be >= 0")
 	v.check(c.Redis.OpTimeout >= 0, "redis.op_timeout", "must be >= 0")
+	c.validateTracing(&v)
 	v.check(rl.OnLimit == onLimitDegrade || rl.OnLimit == onLimitReject,
 		"rate_limit.on_limit", `must be "degrade" or "reject"`)
 	v.check(len(c.Tiers) > 0, "tiers", "at least one tier is required")
@@ -54,6 +57,37 @@ func (c *Config) Validate() error {
 		c.validateTier(&v, i, names)
 	}
 	return v.err()
+}
+
+// validateTracing checks the tracing: section.
+func (c *Config) validateTracing(v *validator) {
+	t := c.Tracing
+	if t.OTLPEndpoint != "" {
+		u, err := url.Parse(t.OTLPEndpoint)
+		v.check(err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != "" && u.User == nil &&
+			u.RawQuery == "" && u.Fragment == "", "tracing.otlp_endpoint",
+			"must be an http or https URL without user, query or fragment, e.g. http://127.0.0.1:4318")
+	}
+	v.number(t.SampleRatio, t.SampleRatio > 0 && t.SampleRatio <= 1, "tracing.sample_ratio",
+		"must be in (0, 1]; to trace nothing, leave tracing.otlp_endpoint empty")
+}
+
+func (c *Config) validateAuth(v *validator) {
+	for i, k := range c.Auth.Keys {
+		p := fmt.Sprintf("auth.keys[%d]", i)
+		v.check(k.KeyEnv != "", p+".key_env", "is required")
+		v.check(k.KeyEnv == "" || EnvName(k.KeyEnv), p+".key_env", NotEnvName)
+		v.check(k.Tenant != "", p+".tenant", "is required")
+	}
+	names := map[string]bool{}
+	for i, k := range c.Auth.AdminKeys {
+		p := fmt.Sprintf("auth.admin_keys[%d]", i)
+		v.check(k.KeyEnv != "", p+".key_env", "is required")
+		v.check(k.KeyEnv == "" || EnvName(k.KeyEnv), p+".key_env", NotEnvName)
+		v.check(tenantName.MatchString(k.Name), p+".name", "must be 1-64 characters of A-Z a-z 0-9 _ . -")
+		v.check(!names[k.Name], p+".name", fmt.Sprintf("%q names an earlier admin key", k.Name))
+		names[k.Name] = true
+	}
 }
 
 func (c *Config) validateModel(v *validator, id string) {
@@ -170,6 +204,7 @@ func (c *Config) validateCache(v *validator, t CacheTier, p string) {
 	v.number(t.Similarity, t.Similarity > 0 && t.Similarity <= 1, p+".similarity", "must be in (0, 1]")
 	v.check(t.TTL > 0, p+".ttl", "must be > 0")
 	v.check(t.MaxEntries > 0, p+".max_entries", "must be > 0")
+	v.check(t.MaxTenants > 0, p+".max_tenants", "must be > 0")
 	v.check(t.Grace >= 0, p+".grace", "must be >= 0")
 	for j, s := range t.StoreFrom {
 		v.check(s == "primary" || s == "fallback", fmt.Sprintf("%s.store_from[%d]", p, j),

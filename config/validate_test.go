@@ -62,6 +62,22 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"rerank min_score", rerankModels + "knowledge_base: {rerank: {model: r, min_score: .nan}}\ntiers: [{kind: static}]", "knowledge_base.rerank.min_score: must be a finite number"},
 		{"unknown rerank field", rerankModels + "knowledge_base: {rerank: {model: r, top_n: 3}}\ntiers: [{kind: static}]", "knowledge_base.rerank.top_n: unknown field"},
 		{"min_relevance", "knowledge_base: {min_relevance: .inf}\ntiers: [{kind: static}]", "knowledge_base.min_relevance: must be a finite number"},
+		{"otlp endpoint", "tracing: {otlp_endpoint: \"collector:4318\"}\ntiers: [{kind: static}]", "tracing.otlp_endpoint: must be an http or https URL"},
+		{"otlp endpoint with user", "tracing: {otlp_endpoint: \"http://u:p@x:4318\"}\ntiers: [{kind: static}]", "tracing.otlp_endpoint: must be an http or https URL without user"},
+		{"sample ratio", "tracing: {sample_ratio: 1.5}\ntiers: [{kind: static}]", "tracing.sample_ratio: must be in (0, 1]"},
+		{"negative sample ratio", "tracing: {sample_ratio: -0.1}\ntiers: [{kind: static}]", "tracing.sample_ratio: must be in (0, 1]"},
+		{"unknown tracing field", "tracing: {endpoint: x}\ntiers: [{kind: static}]", "tracing.endpoint: unknown field"},
+		{"unknown console field", "console: {show_question: true}\ntiers: [{kind: static}]", "console.show_question: unknown field"},
+		{"admin key without name", "auth: {admin_keys: [{key_env: K}]}\ntiers: [{kind: static}]", "auth.admin_keys[0].name: must be 1-64 characters"},
+		{"admin key name twice", "auth: {admin_keys: [{key_env: K, name: ops}, {key_env: L, name: ops}]}\ntiers: [{kind: static}]", `auth.admin_keys[1].name: "ops" names an earlier admin key`},
+		{"admin key pasted", "auth: {admin_keys: [{key_env: \"sk-x\", name: ops}]}\ntiers: [{kind: static}]", "auth.admin_keys[0].key_env: " + NotEnvName},
+		{"redis url and url_env", "redis: {url: \"redis://127.0.0.1:6379\", url_env: REDIS_URL}\ntiers: [{kind: static}]", "redis.url_env: set redis.url or redis.url_env, not both"},
+		{"redis url_env pasted", "redis: {url_env: \"redis://x\"}\ntiers: [{kind: static}]", "redis.url_env: " + NotEnvName},
+		{"negative read timeout", "server: {read_timeout: -1s}\ntiers: [{kind: static}]", "server.read_timeout: must be > 0"},
+		{"negative idle timeout", "server: {idle_timeout: -1s}\ntiers: [{kind: static}]", "server.idle_timeout: must be > 0"},
+		{"negative max connections", "server: {max_connections: -1}\ntiers: [{kind: static}]", "server.max_connections: must be > 0"},
+		{"negative max tenants", "tiers: [{kind: semantic_cache, max_tenants: -1}]", "tiers[0].max_tenants: must be > 0"},
+		{"negative retrieval timeout", "knowledge_base: {timeout: -1s}\ntiers: [{kind: static}]", "knowledge_base.timeout: must be > 0"},
 		{"negative history turns", "server: {max_history_turns: -1}\ntiers: [{kind: static}]", "server.max_history_turns: must be > 0"},
 		{"negative history bytes", "server: {max_history_bytes: -1}\ntiers: [{kind: static}]", "server.max_history_bytes: must be > 0"},
 		{"tier history turns", models + "tiers: [{kind: llm, models: [m], history_turns: -2}]", "tiers[0].history_turns: must be >= 0"},
@@ -217,6 +233,57 @@ func TestResolveKeys(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ResolveKeys(Auth{Keys: tc.keys}, getenv)
+			var fe *FieldError
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) {
+				t.Fatalf("err = %v, want one naming %s", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "sk-") {
+				t.Fatalf("error leaks a key: %v", err)
+			}
+		})
+	}
+}
+
+func TestTracingAndConsoleSections(t *testing.T) {
+	c, err := Parse([]byte("tracing: {otlp_endpoint: \"http://127.0.0.1:4318\", sample_ratio: 0.25}\nconsole: {show_questions: true}\ntiers: [{kind: static}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tracing != (Tracing{OTLPEndpoint: "http://127.0.0.1:4318", ServiceName: "ragfuse", SampleRatio: 0.25}) || !c.Console.ShowQuestions {
+		t.Errorf("tracing %+v, console %+v", c.Tracing, c.Console)
+	}
+	c, err = Parse([]byte("tiers: [{kind: static}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Tracing != (Tracing{ServiceName: "ragfuse", SampleRatio: 1}) || c.Console.ShowQuestions {
+		t.Errorf("defaults: tracing %+v, console %+v", c.Tracing, c.Console)
+	}
+}
+
+func TestResolveAdminKeys(t *testing.T) {
+	env := map[string]string{"K_ACME": "sk-acme-secret", "K_OPS": " sk-ops-secret ", "K_OPS2": "sk-ops-2", "K_SAME": "sk-ops-secret"}
+	getenv := func(k string) string { return env[k] }
+	auth := Auth{Keys: []AuthKey{{KeyEnv: "K_ACME", Tenant: "acme"}},
+		AdminKeys: []AdminKey{{KeyEnv: "K_OPS", Name: "ops"}, {KeyEnv: "K_OPS2", Name: "oncall"}}}
+	keys, err := ResolveAdminKeys(auth, getenv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys["sk-ops-secret"] != "ops" || keys["sk-ops-2"] != "oncall" || len(keys) != 2 {
+		t.Fatalf("keys = %v", keys)
+	}
+	for name, tc := range map[string]struct {
+		admin []AdminKey
+		want  string
+	}{
+		"unset":      {[]AdminKey{{KeyEnv: "K_NONE", Name: "ops"}}, "auth.admin_keys[0].key_env: environment variable K_NONE is empty or unset"},
+		"tenant key": {[]AdminKey{{KeyEnv: "K_ACME", Name: "ops"}}, "auth.admin_keys[0].key_env: K_ACME holds a tenant's key"},
+		"twice":      {[]AdminKey{{KeyEnv: "K_OPS", Name: "ops"}, {KeyEnv: "K_SAME", Name: "b"}}, "auth.admin_keys[1].key_env: K_SAME holds the same key"},
+		"bad name":   {[]AdminKey{{KeyEnv: "K_OPS", Name: "ops team"}}, "auth.admin_keys[0].name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ResolveAdminKeys(Auth{Keys: auth.Keys, AdminKeys: tc.admin}, getenv)
 			var fe *FieldError
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !errors.As(err, &fe) {
 				t.Fatalf("err = %v, want one naming %s", err, tc.want)

@@ -50,5 +50,12 @@
 // per open period, peak goroutines and heap, the goals of the
 // primary-outage drill (met, missed, or not measured), and warnings: every
 // question failed, or the load driver fell behind. WriteJSON,
-// WriteMarkdown and WritePNG render it.
+// WriteMarkdown and WritePNG render it; the chart puts, per setting, a
+// lane per failing model and per breaker below the latency plot, on the
+// same time axis, and the legend beside them, never over the data.
+//
+// With Options.Progress set, Run writes a line every
+// Options.ProgressEvery while a setting plays, and one when it ends: the
+// setting, the scenario time elapsed of its total, the questions answered
+// by source, and the breakers that are not closed.
 package drill

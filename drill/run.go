@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
 	"net/url"
@@ -45,6 +46,14 @@ type Options struct {
 	APIKey string
 	// Client sends the requests to Target; nil means a new http.Client.
 	Client *http.Client
+	// Progress, if set, receives a line every ProgressEvery while a
+	// setting plays and one when it ends: the setting, the scenario time
+	// elapsed of its total (warm-up included), the questions answered so
+	// far by source, and each breaker's state.
+	Progress io.Writer
+	// ProgressEvery is the real time between progress lines; default
+	// DefaultProgressEvery.
+	ProgressEvery time.Duration
 }
 
 // An OptionError is an option Run refuses: Option names the field of
@@ -120,13 +129,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	rep.Faults = windows
-	for _, s := range settings {
+	for i, s := range settings {
 		var tr *trace
 		var err error
+		pg := newProgress(o, s, i, len(settings), speed)
 		if s == SettingTarget {
-			tr, err = runTarget(ctx, o, questions, speed)
+			tr, err = runTarget(ctx, o, questions, speed, pg)
 		} else {
-			tr, err = runSetting(ctx, sc, s, questions, speed, windows)
+			tr, err = runSetting(ctx, sc, s, questions, speed, windows, pg)
 		}
 		if err != nil {
 			return nil, err
@@ -226,8 +236,9 @@ func (r *rig) close() {
 }
 
 // runSetting plays sc, whose failing windows are windows, under one
-// protection setting against a fresh upstream and pipeline.
-func runSetting(ctx context.Context, sc *Scenario, setting string, questions []string, speed float64, windows []Window) (*trace, error) {
+// protection setting against a fresh upstream and pipeline, telling pg.
+func runSetting(ctx context.Context, sc *Scenario, setting string, questions []string, speed float64, windows []Window,
+	pg *progress) (*trace, error) {
 	r, err := newRig(sc, setting, speed)
 	if err != nil {
 		return nil, err
@@ -247,7 +258,9 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	r.up.play(cs, sc.Faults, speed)
 	limit := 2*r.cfg.Server.RequestTimeout + time.Second
 	smp := startSampler(samplePeriod)
-	results := drive(ctx, load, start, limit, pipelineAsker(r.p, sc, questions))
+	pg.begin(start, r.p.Breakers().Snapshots)
+	results := drive(ctx, load, start, limit, pg.counting(pipelineAsker(r.p, sc, questions)))
+	pg.end()
 	tr.peakG, tr.peakHeap = smp.finish()
 	if err := ctx.Err(); err != nil {
 		return nil, err

@@ -26,8 +26,9 @@ const (
 )
 
 // runTarget drives a running server's POST /v1/ask with the scenario's
-// load. Faults are not injected: the target's upstream is its own.
-func runTarget(ctx context.Context, o Options, questions []string, speed float64) (*trace, error) {
+// load, telling pg. Faults are not injected: the target's upstream is its
+// own.
+func runTarget(ctx context.Context, o Options, questions []string, speed float64, pg *progress) (*trace, error) {
 	sc := o.Scenario
 	client := o.Client
 	if client == nil {
@@ -74,7 +75,9 @@ func runTarget(ctx context.Context, o Options, questions []string, speed float64
 	start := time.Now()
 	cs := clockScale{zero: start.Add(load.Warmup), speed: speed}
 	smp := startSampler(samplePeriod)
-	results := drive(ctx, load, start, time.Minute, ask)
+	pg.begin(start, nil)
+	results := drive(ctx, load, start, time.Minute, pg.counting(ask))
+	pg.end()
 	tr := &trace{setting: SettingTarget, overHTTP: true,
 		note: "Driven over HTTP: the scenario's faults are not injected, and the target's upstream calls, tokens and breaker transitions are not visible to the drill; goroutines and heap are the drill's own."}
 	tr.peakG, tr.peakHeap = smp.finish()

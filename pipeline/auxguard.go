@@ -33,22 +33,23 @@ type auxGuard struct {
 
 var _ tiers.CandidateGuard = (*auxGuard)(nil)
 
-func (g *auxGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+func (g *auxGuard) Acquire(ctx context.Context, tier string, m tiers.Candidate) (context.Context, func(error, tiers.Usage), bool) {
 	if g.overQuota {
-		g.record(Attempt{Tier: tier, Model: m.ID, Outcome: outcomeQuota})
-		return nil, false
+		g.skip(ctx, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeQuota})
+		return nil, nil, false
 	}
 	if g.p.cool.active(m.ID, g.p.clock.Now) {
-		g.record(Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
-		return nil, false
+		g.skip(ctx, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
+		return nil, nil, false
 	}
 	permit, err := g.b.Allow()
 	if err != nil {
-		g.record(Attempt{Tier: tier, Model: m.ID, Outcome: outcomeBreakerOpen})
-		return nil, false
+		g.skip(ctx, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeBreakerOpen})
+		return nil, nil, false
 	}
 	t0 := time.Now()
-	return func(err error, u tiers.Usage) {
+	ctx, span := g.p.startModel(ctx, tier, m.ID)
+	return ctx, func(err error, u tiers.Usage) {
 		elapsed := time.Since(t0)
 		kind := tiers.KindOf(err)
 		if kind == tiers.KindRateLimited {
@@ -57,13 +58,20 @@ func (g *auxGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (f
 		if err != nil && callerGone(g.caller) {
 			kind = tiers.KindCanceled // the caller went away: not the model's fault
 		}
-		permit.Report(outcomeOf(kind), elapsed)
 		at := Attempt{Tier: tier, Model: m.ID, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
 		if err != nil {
 			at.Outcome, at.Error = string(kind), describe(err)
 		}
+		permit.ReportReason(outcomeOf(kind), elapsed, reasonOf(kind, at.Error))
+		endModel(span, at)
 		g.record(at)
 	}, true
+}
+
+// skip records a, a call skipped, as an attempt and a span of no length.
+func (g *auxGuard) skip(ctx context.Context, a Attempt) {
+	g.p.skippedModel(ctx, a.Tier, a.Model, a.Outcome)
+	g.record(a)
 }
 
 // record records a as an attempt of g's run, if it has one.

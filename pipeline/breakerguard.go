@@ -10,8 +10,9 @@ import (
 // breakerGuard skips the stage (breaker_open) while its breaker
 // "tier/<name>" refuses calls, except for a static tier, the answer of
 // last resort, which is called even then. The breaker hears the call's
-// classified outcome and its time (outcomeOf); a call a guard inside it
-// skipped is ignored.
+// classified outcome (outcomeOf) and its time, less the time the tier
+// waited for the question's documents; a call a guard inside it skipped
+// is ignored.
 type breakerGuard struct {
 	b          *breaker.Breaker
 	lastResort bool
@@ -29,7 +30,7 @@ func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) 
 	if err == errSkipped {
 		permit.Done(breaker.Ignored)
 	} else {
-		permit.Report(outcomeOf(c.kind), c.elapsed)
+		permit.ReportReason(outcomeOf(c.kind), c.elapsed-c.retrieving, reasonOf(c.kind, c.why))
 	}
 	return a, err
 }

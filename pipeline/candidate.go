@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/tiers"
 )
@@ -31,11 +33,12 @@ var _ tiers.CandidateGuard = (*candidateGuard)(nil)
 // breaker "model/<id>" is skipped (and the skip recorded); otherwise the
 // release reports the outcome to the candidate's breaker, starts a
 // cooldown on 429 and records the attempt.
-func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candidate) (func(error, tiers.Usage), bool) {
+func (g *candidateGuard) Acquire(ctx context.Context, tier string, m tiers.Candidate) (context.Context, func(error, tiers.Usage), bool) {
 	r, p := g.run, g.run.p
 	if p.cool.active(m.ID, p.clock.Now) {
+		p.skippedModel(ctx, tier, m.ID, outcomeCoolingDown)
 		r.settle(g, nil, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeCoolingDown})
-		return nil, false
+		return nil, nil, false
 	}
 	b := p.models[m.ID]
 	if b == nil { // a candidate New did not see: the stage's settings
@@ -53,17 +56,21 @@ func (g *candidateGuard) Acquire(_ context.Context, tier string, m tiers.Candida
 	r.mu.Unlock()
 	var err error
 	if cc.permit, err = b.Allow(); err != nil {
+		p.skippedModel(ctx, tier, m.ID, outcomeBreakerOpen)
 		r.settle(g, cc, Attempt{Tier: tier, Model: m.ID, Outcome: outcomeBreakerOpen})
-		return nil, false
+		return nil, nil, false
 	}
 	cc.guard, cc.tier, cc.id, cc.cooldown, cc.t0 = g, tier, m.ID, m.Cooldown, time.Now()
-	if cc != &r.cand {
-		return func(err error, u tiers.Usage) { r.finish(cc, err, u) }, true
+	// A traced call's release carries its span: the run's release, made
+	// once, is for the calls without one.
+	ctx, span := p.startModel(ctx, tier, m.ID)
+	if cc != &r.cand || span != nil {
+		return ctx, func(err error, u tiers.Usage) { r.finish(cc, err, u, span) }, true
 	}
 	if r.release == nil {
-		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u) }
+		r.release = func(err error, u tiers.Usage) { r.finish(&r.cand, err, u, nil) }
 	}
-	return r.release, true
+	return ctx, r.release, true
 }
 
 // candidateCall is a model candidate call under way.
@@ -77,19 +84,21 @@ type candidateCall struct {
 }
 
 // finish reports the outcome of candidate call cc to its breaker, starts
-// a cooldown after a 429 and records the attempt. A failure while the
-// caller is gone is not the model's fault, as for a stage's call.
-func (r *run) finish(cc *candidateCall, err error, u tiers.Usage) {
+// a cooldown after a 429, records the attempt and ends the call's span, if
+// not nil. A failure while the caller is gone is not the model's fault, as
+// for a stage's call.
+func (r *run) finish(cc *candidateCall, err error, u tiers.Usage, span trace.Span) {
 	elapsed := time.Since(cc.t0)
 	kind := tiers.KindOf(err)
 	if err != nil && callerGone(r.caller) {
 		kind = tiers.KindCanceled
 	}
-	cc.permit.Report(outcomeOf(kind), elapsed)
 	at := Attempt{Tier: cc.tier, Model: cc.id, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
 	if err != nil {
 		at.Outcome, at.Error = string(kind), describe(err)
 	}
+	cc.permit.ReportReason(outcomeOf(kind), elapsed, reasonOf(kind, at.Error))
+	endModel(span, at)
 	if kind == tiers.KindRateLimited {
 		r.p.coolDown(cc.id, err, cc.cooldown)
 	}

@@ -30,17 +30,17 @@ func TestCandidateCallsShareTheRunsSlot(t *testing.T) {
 	c.stage = p.stages[0]
 	a, b := tiers.Candidate{ID: "a"}, tiers.Candidate{ID: "b"}
 
-	relA, ok := c.Acquire(ctx, "primary", a)
+	_, relA, ok := c.Acquire(ctx, "primary", a)
 	if !ok {
 		t.Fatal("a refused")
 	}
-	relB, ok := c.Acquire(ctx, "primary", b) // a is still under way
+	_, relB, ok := c.Acquire(ctx, "primary", b) // a is still under way
 	if !ok {
 		t.Fatal("b refused")
 	}
 	relB(nil, tiers.Usage{CompletionTokens: 2})
 	relA(&tiers.Error{Kind: tiers.KindServer, Err: errors.New("502")}, tiers.Usage{})
-	relA2, ok := c.Acquire(ctx, "primary", a) // the slot is free again
+	_, relA2, ok := c.Acquire(ctx, "primary", a) // the slot is free again
 	if !ok {
 		t.Fatal("a refused the second time")
 	}
@@ -100,15 +100,19 @@ func (hangingRetriever) Retrieve(ctx context.Context, _ string, _ int) ([]retrie
 
 // TestCandidateUnreachedIsNotItsAttempt guards the attempt record of an llm
 // tier whose time ran out before any candidate was called (here in a slow
-// retrieval): the attempt must not name a model that was never called.
+// retrieval): the attempt must not name a model that was never called,
+// and is retrieving, which no breaker counts.
 func TestCandidateUnreachedIsNotItsAttempt(t *testing.T) {
 	llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Retriever: hangingRetriever{}, Candidates: []tiers.Candidate{
 		{ID: "a", Client: tiers.NewClient(tiers.ClientConfig{BaseURL: "http://127.0.0.1:1", HTTPClient: panicDoer{}})}}})
-	p, _ := newTestPipeline(t, Options{Tiers: []Stage{
+	p, _ := newTestPipeline(t, Options{RetrievalTimeout: 50 * time.Millisecond, Tiers: []Stage{
 		{Tier: llm, Model: true, Timeout: 20 * time.Millisecond}, {Tier: tiers.NewStatic("static", "")}}})
 	res := ask(t, p, "q")
-	if at := res.Attempts[0]; at.Tier != "primary" || at.Model != "" || at.Outcome != string(tiers.KindTimeout) {
-		t.Errorf("attempt = %+v, want primary, no model, timeout", at)
+	if at := res.Attempts[0]; at.Tier != "primary" || at.Model != "" || at.Outcome != string(tiers.KindRetrieving) {
+		t.Errorf("attempt = %+v, want primary, no model, retrieving", at)
+	}
+	if snap := p.stages[0].breaker.Snapshot(); snap.Failures != 0 {
+		t.Errorf("tier breaker = %+v, want no failure", snap)
 	}
 	if snap := p.models["a"].Snapshot(); snap.Calls != 0 {
 		t.Errorf("model breaker = %+v, want no call", snap)

@@ -23,8 +23,17 @@ func outcomeOf(k tiers.Kind) breaker.Outcome {
 		return breaker.Failure
 	}
 	// rate_limited, context_length, content_filter, bad_request, canceled,
-	// no_docs, miss, unavailable: not the service's failure.
+	// no_docs, miss, unavailable, retrieving: not the service's failure.
 	return breaker.Ignored
+}
+
+// reasonOf returns what a breaker keeps of a call that ended with kind k,
+// described as why: nothing for a success.
+func reasonOf(k tiers.Kind, why string) breaker.Reason {
+	if k == "" {
+		return breaker.Reason{}
+	}
+	return breaker.Reason{Kind: string(k), Message: why}
 }
 
 // classifier is the innermost guard: it calls the stage's tier (to
@@ -41,11 +50,18 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	r, s := c.run, c.stage
 	q := c.q
 	q.Guard = c.guard
+	waited := q.Memo.Waited()
 	a, err := callTier(ctx, s.Tier, q, c.sr)
 	c.elapsed = time.Since(c.start)
+	if s.source != tiers.SourceRetrieval { // the retrieval tier's time is its own work
+		c.retrieving = q.Memo.Waited() - waited
+	}
 	c.kind = tiers.KindOf(err)
-	if err != nil && callerGone(r.caller) {
-		c.kind = tiers.KindCanceled
+	if err != nil {
+		c.why = describe(err)
+		if callerGone(r.caller) {
+			c.kind = tiers.KindCanceled
+		}
 	}
 	if s.cacheTyp != "" && (err == nil || c.kind == tiers.KindMiss) {
 		reason := "miss"
@@ -61,7 +77,7 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 			if errors.As(err, &te) {
 				at.Model, at.Usage = te.Model, te.Usage
 			}
-			at.Outcome, at.Error = string(c.kind), describe(err)
+			at.Outcome, at.Error = string(c.kind), c.why
 		}
 		r.record(at)
 	}

@@ -31,16 +31,15 @@
 //	             (breaker_open): skipped
 //
 // The budget is Options.RequestTimeout from when Ask was called, or the
-// caller's shorter deadline; no call outlives it. Documents are retrieved
-// (and, with Options.Rerank, reranked) and the question embedded once per
-// question (tiers.Memo); the models of Options.EmbedderModel,
-// Options.Condenser (which rewrites a question with history before
-// retrieval) and Options.Rerank have their breakers and cooldowns like a
-// chat model's, each call and skip of the last two an attempt of tier
-// "condense" or "rerank" (auxGuard serves all three); a failed rerank
-// keeps the retriever's order. Options.Vectors embeds the documents in
-// the background through the embedding model's breaker, never inside a
-// question's time; Status says when its vectors are ready.
+// caller's shorter deadline; no call outlives it. Once per question
+// (tiers.Memo) the documents are retrieved, under their own time limit
+// (Options.RetrievalTimeout: a tier whose time runs out waiting calls no
+// model and ends as retrieving), and the question embedded. The models of
+// Options.EmbedderModel, Options.Condenser and Options.Rerank are guarded
+// like a chat model (auxGuard: breaker, cooldown, attempts of tier
+// "condense" or "rerank"); a failed rerank keeps the retriever's order.
+// Options.Vectors embeds the documents in the background, never inside a
+// question's time.
 //
 // # Classification
 //
@@ -51,9 +50,20 @@
 //	429                                             ignored   the model cools down for Retry-After
 //	                                                          (at most 24h) or its cooldown
 //	400 (context length, content filter, other),    ignored   next tier
-//	cache miss, no documents, every candidate skipped
+//	cache miss, no documents, every candidate skipped,
+//	the time ran out waiting for documents (retrieving)
 //	caller gone (its context ended or its deadline  ignored   stop: ctx.Err()
 //	passed), a receiver's error in Stream
+//
+// A breaker hears each failure with its kind and description, kept as its
+// trip reason (breaker.Snapshot.LastTrip).
+//
+// # Tracing
+//
+// With Options.Tracer, each stage call is a span "tier/<name>" and each
+// model call a span "model/<id>" inside it (ragfuse.tier, ragfuse.outcome,
+// gen_ai.request.model, tokens), children of the span in the question's
+// context; a model client sends its span upstream as traceparent.
 //
 // A caller that joined a flight returns its own ctx.Err() if its context
 // ends first. If the leader's caller went away, the callers still waiting
@@ -81,9 +91,6 @@
 //	go test -run '^$' -bench 'Upstream/paired$' -benchtime 10000x -count 8 ./pipeline/
 //	go test -run '^$' -bench StreamChunks -benchmem -benchtime 2000x -count 8 ./pipeline/
 //
-// AskOverhead is a question through every guard into a tier that answers
-// at once; Upstream/paired alternates a question through an llm tier with
-// a bare go-openai call to the same llmtest server and reports the ratio;
-// StreamChunks streams a 23-chunk answer beside reading it with go-openai.
-// The figures are in docs/performance.md.
+// (a question through every guard; an llm tier beside a bare go-openai
+// call; a streamed answer). The figures are in docs/performance.md.
 package pipeline

@@ -82,6 +82,7 @@ type Event struct {
 	Breaker string  // EventBreaker: the breaker's name, e.g. "model/qwen3-max"
 	From    breaker.State
 	To      breaker.State
+	Trip    breaker.TripReason // EventBreaker to StateOpen: what tripped it
 	Reason  string
 }
 

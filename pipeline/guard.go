@@ -38,8 +38,10 @@ type call struct {
 	start time.Time     // the call's time starts: the guards on, or when it left the bulkhead's queue
 	limit time.Duration // the call's time limit, from start
 
-	kind    tiers.Kind    // the call's classified outcome; "" for a success
-	elapsed time.Duration // the tier call's time
+	kind       tiers.Kind    // the call's classified outcome; "" for a success
+	why        string        // a failed call's short, secret-free description (describe)
+	elapsed    time.Duration // the tier call's time
+	retrieving time.Duration // the part of elapsed a tier other than retrieval waited for the question's documents
 }
 
 // compose returns the guards of s, outermost first, in the order the

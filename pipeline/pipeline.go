@@ -8,6 +8,8 @@ import (
 	"io"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/clock"
@@ -32,8 +34,9 @@ var (
 
 // Defaults of Options.
 const (
-	defaultRequestTimeout = 12 * time.Second
-	defaultCooldown       = 10 * time.Second
+	defaultRequestTimeout   = 12 * time.Second
+	defaultCooldown         = 10 * time.Second
+	defaultRetrievalTimeout = time.Second
 )
 
 // Stage is one tier of a pipeline with the settings of its guards.
@@ -121,6 +124,12 @@ type Options struct {
 	// questions' embeddings but with no question's attempts, starts it,
 	// and Status reports whether the vectors are ready.
 	Vectors Vectors
+	// RetrievalTimeout is the time limit of a question's retrieval, apart
+	// from the time limit of the tier that asks for the documents first
+	// (tiers.Memo.RetrievalTimeout); default: the Timeout of the first
+	// retrieval stage, or 1s; negative: the asking tier's time limit
+	// bounds the retrieval.
+	RetrievalTimeout time.Duration
 	// Condenser, if set, rewrites a question with history into a
 	// standalone question before its documents are retrieved
 	// (tiers.Memo.Condense). The calls of its model go through the breaker
@@ -148,6 +157,10 @@ type Options struct {
 	Limiter Limiter
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
+	// Tracer, if set, records a span per stage call ("tier/<name>") and
+	// per model call ("model/<id>"), children of the span in the
+	// question's context (see the package doc); nil traces nothing.
+	Tracer trace.Tracer
 }
 
 // Pipeline runs questions through an ordered list of guarded tiers. It is
@@ -171,6 +184,7 @@ type Pipeline struct {
 	rerankB     *breaker.Breaker // the rerank model's breaker
 	rerankK     int              // documents retrieved for the rerank: max(memoK, Rerank.Candidates)
 	vectors     Vectors
+	retrieveFor time.Duration // Options.RetrievalTimeout, defaults filled in
 	kb          KnowledgeBase
 	cooldown    time.Duration
 	cool        cooldowns
@@ -179,6 +193,7 @@ type Pipeline struct {
 	closers     []io.Closer
 	flights     flightGroup
 	inflight    inflightGate // the questions in flight, until Close
+	tracer      trace.Tracer // nil: no spans
 }
 
 // stage is a Stage ready to run: its tier with the guards composed around
@@ -227,6 +242,7 @@ func New(opts Options) (*Pipeline, error) {
 		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
 		closers:     opts.Closers,
+		tracer:      opts.Tracer,
 	}
 	p.cool.until = map[string]time.Time{}
 	p.inflight.drained = make(chan struct{})
@@ -256,6 +272,7 @@ func New(opts Options) (*Pipeline, error) {
 		names[name] = true
 		p.stages = append(p.stages, p.newStage(st, i == len(opts.Tiers)-1))
 	}
+	p.retrieveFor = retrievalTimeout(opts)
 	if opts.Vectors != nil {
 		p.vectors = opts.Vectors
 		p.vectors.UseEmbedder(p.documentEmbedder())
@@ -276,6 +293,23 @@ func New(opts Options) (*Pipeline, error) {
 		after += p.reserve(p.stages[i])
 	}
 	return p, nil
+}
+
+// retrievalTimeout returns opts.RetrievalTimeout with its default filled
+// in, 0 for none.
+func retrievalTimeout(opts Options) time.Duration {
+	switch {
+	case opts.RetrievalTimeout < 0:
+		return 0
+	case opts.RetrievalTimeout > 0:
+		return opts.RetrievalTimeout
+	}
+	for _, st := range opts.Tiers {
+		if st.Tier.Source() == tiers.SourceRetrieval && st.Timeout > 0 {
+			return st.Timeout
+		}
+	}
+	return defaultRetrievalTimeout
 }
 
 // newStage readies st, the last stage if last: its breakers, its bulkhead
@@ -338,8 +372,14 @@ func (p *Pipeline) reserve(s *stage) time.Duration {
 	return min(t, p.timeout/10, time.Second)
 }
 
+// breakerChanged reports a breaker's change, with its trip reason when
+// it opened.
 func (p *Pipeline) breakerChanged(name string, from, to breaker.State) {
-	p.emit(Event{Kind: EventBreaker, Breaker: name, From: from, To: to})
+	e := Event{Kind: EventBreaker, Breaker: name, From: from, To: to}
+	if b, ok := p.breakers.Lookup(name); ok && to == breaker.StateOpen {
+		e.Trip = b.LastTrip()
+	}
+	p.emit(e)
 }
 
 // emit sends e to the observer, stamped with the clock's time.

@@ -110,7 +110,7 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 	r.guard.run = r
 	r.attempts = r.buf[:0]
 	if q.Memo == nil && (p.memoK > 0 || p.embedder != nil || p.kb != nil || p.condenser != nil) {
-		r.memo.K, r.memo.Embedder = p.memoK, p.embedder
+		r.memo.K, r.memo.Embedder, r.memo.RetrievalTimeout = p.memoK, p.embedder, p.retrieveFor
 		if p.embedGuard != nil {
 			r.memo.Embedder = p.guardEmbedder(ctx)
 		}
@@ -181,6 +181,9 @@ func (qn *question) try(s *stage) (tiers.Answer, error) {
 	r.guard.stage = s
 	r.guard.reported.Store(0)
 	c := call{question: *qn, stage: s, guard: &r.guard, sr: r.stream.request(s)}
+	if r.p.tracer != nil {
+		return qn.traced(s, &c)
+	}
 	return s.guard.call(qn.ctx, &c)
 }
 

@@ -32,6 +32,7 @@ type TierStatus struct {
 	Source  string        `json:"source"`
 	Timeout time.Duration `json:"timeout"`
 	Model   bool          `json:"model"`
+	Models  []string      `json:"models,omitempty"` // an llm tier's candidate IDs, in order
 }
 
 // CacheStatus is the size of a cache tier.
@@ -79,6 +80,9 @@ func (p *Pipeline) WaitVectors(ctx context.Context) error {
 // sizer is a tier that knows how many entries it holds (the caches).
 type sizer interface{ Len() int }
 
+// tenantSizer is a tier that knows how many entries a tenant holds.
+type tenantSizer interface{ TenantLen(tenant string) int }
+
 // healther is a breaker store that knows whether it is reachable.
 type healther interface{ Healthy() bool }
 
@@ -91,7 +95,13 @@ func (p *Pipeline) Status() Status {
 		Store:     StoreStatus{Kind: p.store, Healthy: true},
 	}
 	for _, s := range p.stages {
-		st.Tiers = append(st.Tiers, TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model})
+		ts := TierStatus{Name: s.name, Source: string(s.source), Timeout: s.Timeout, Model: s.Model}
+		if cl, ok := s.Tier.(candidateLister); ok {
+			for _, c := range cl.Candidates() {
+				ts.Models = append(ts.Models, c.ID)
+			}
+		}
+		st.Tiers = append(st.Tiers, ts)
 		if s.bulk != nil {
 			st.Bulkheads = append(st.Bulkheads, s.bulk.status(s.name))
 		}
@@ -114,6 +124,18 @@ func (p *Pipeline) Status() Status {
 	}
 	st.Cooldowns = p.cool.list(p.clock.Now())
 	return st
+}
+
+// TenantCaches returns, for each cache tier, the number of entries
+// tenant holds there: the figures a tenant may see of the caches.
+func (p *Pipeline) TenantCaches(tenant string) []CacheStatus {
+	var out []CacheStatus
+	for _, s := range p.stages {
+		if c, ok := s.Tier.(tenantSizer); ok {
+			out = append(out, CacheStatus{Tier: s.name, Entries: c.TenantLen(tenant)})
+		}
+	}
+	return out
 }
 
 // EndCooldown ends the cooldown of model id (a candidate's ID), so that

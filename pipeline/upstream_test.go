@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,21 +47,27 @@ type rig struct {
 
 func newRig(t *testing.T, opts Options) *rig {
 	t.Helper()
+	return newRigWith(t, opts, testKB)
+}
+
+// newRigWith is newRig with the retriever of every tier kb.
+func newRigWith(t *testing.T, opts Options, kb retrieval.Retriever) *rig {
+	t.Helper()
 	srv := llmtest.NewServer(llmtest.Config{})
 	t.Cleanup(srv.Close)
 	hc := &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(hc.CloseIdleConnections)
 	client := tiers.NewClient(tiers.ClientConfig{BaseURL: srv.URL, APIKey: "test-key", HTTPClient: hc})
 	br := breaker.Config{FailureThreshold: 2, OpenDuration: openFor, HalfOpenMaxCalls: 1}
-	primary := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Source: tiers.SourcePrimary, Retriever: testKB, ContextDocs: 2,
+	primary := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Source: tiers.SourcePrimary, Retriever: kb, ContextDocs: 2,
 		Candidates: []tiers.Candidate{{ID: bigModel, Client: client, MaxTokens: 64}}})
-	fallback := tiers.NewLLM(tiers.LLMConfig{Name: "fallback", Source: tiers.SourceFallback, Retriever: testKB, ContextDocs: 1,
+	fallback := tiers.NewLLM(tiers.LLMConfig{Name: "fallback", Source: tiers.SourceFallback, Retriever: kb, ContextDocs: 1,
 		Candidates: []tiers.Candidate{{ID: smallModel, Client: client, MaxTokens: 64}}})
 	rec := &recorder{}
 	opts.Tiers = []Stage{
 		{Tier: primary, Model: true, Timeout: modelTimeout, Breaker: br},
 		{Tier: fallback, Model: true, Timeout: modelTimeout, Breaker: br},
-		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: testKB, TopK: 2}), Timeout: 100 * time.Millisecond, Breaker: br},
+		{Tier: tiers.NewRetrieval(tiers.RetrievalConfig{Retriever: kb, TopK: 2}), Timeout: 100 * time.Millisecond, Breaker: br},
 		{Tier: tiers.NewStatic("static", "")},
 	}
 	if opts.RequestTimeout == 0 {
@@ -88,6 +95,51 @@ func (r *rig) state(name string) breaker.State {
 		return 255
 	}
 	return b.State()
+}
+
+// slowKB is testKB answering after delay, or failing when its context
+// ends first; it counts the retrievals.
+type slowKB struct {
+	delay time.Duration
+	calls atomic.Int32
+}
+
+func (k *slowKB) Retrieve(ctx context.Context, q string, n int) ([]retrieval.Doc, error) {
+	k.calls.Add(1)
+	t := time.NewTimer(k.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return testKB.Retrieve(ctx, q, n)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestSlowRetrievalSparesTheModelTiers guards a question from a slow
+// retriever: a retrieval that outlives the primary tier's time limit goes
+// on under its own; the primary stops waiting without a model call and
+// without its breakers hearing a failure, and the fallback answers from
+// the documents of that one retrieval instead of an empty prompt.
+func TestSlowRetrievalSparesTheModelTiers(t *testing.T) {
+	kb := &slowKB{delay: modelTimeout * 3 / 2}
+	r := newRigWith(t, Options{RetrievalTimeout: time.Second}, kb)
+	res := r.ask(t, "How do I return an item?")
+	if res.Source != tiers.SourceFallback || !strings.HasPrefix(res.Text, "[small] According to Returns policy") {
+		t.Fatalf("answer %q from %s (%v), want the fallback's from the documents", res.Text, res.Source, outcomes(res))
+	}
+	if a := res.Attempts[0]; a.Tier != "primary" || a.Model != "" || a.Outcome != string(tiers.KindRetrieving) {
+		t.Fatalf("primary's attempt %+v, want retrieving with no model", a)
+	}
+	if n := r.srv.Stats(bigModel).Calls; n != 0 || kb.calls.Load() != 1 {
+		t.Fatalf("%d calls to the primary model, %d retrievals; want 0 and 1", n, kb.calls.Load())
+	}
+	for _, name := range []string{"tier/primary", "model/" + bigModel, "tier/fallback", "model/" + smallModel} {
+		b, _ := r.p.Breakers().Lookup(name)
+		if s := b.Snapshot(); s.Failures != 0 || s.SlowCalls != 0 {
+			t.Errorf("%s heard %d failures, %d slow calls for a slow retriever", name, s.Failures, s.SlowCalls)
+		}
+	}
 }
 
 func TestUpstreamAnswerThroughGoOpenAI(t *testing.T) {

@@ -86,6 +86,15 @@ func (c *Cache) Len() int {
 	return c.cfg.Cache.Size()
 }
 
+// TenantLen returns the number of entries of tenant, expired ones in grace
+// included.
+func (c *Cache) TenantLen(tenant string) int {
+	if c.cfg.Cache == nil {
+		return 0
+	}
+	return c.cfg.Cache.Len(tenant)
+}
+
 // Answer returns the cached answer to q (for a stale tier, also one
 // expired within the grace period), or an *Error of KindMiss, at once for
 // a question with history: its answer depends on its conversation. If the

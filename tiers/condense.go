@@ -85,7 +85,7 @@ func (c *Condenser) Condense(ctx context.Context, g CandidateGuard, q Query) (st
 	release := func(error, Usage) {}
 	if g != nil {
 		var ok bool
-		if release, ok = g.Acquire(ctx, CondenseTier, c.model); !ok {
+		if ctx, release, ok = g.Acquire(ctx, CondenseTier, c.model); !ok {
 			return "", &Error{Kind: KindUnavailable, Tier: CondenseTier, Model: c.model.ID, Err: ErrUnavailable}
 		}
 	}

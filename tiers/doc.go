@@ -13,15 +13,17 @@
 // Tiers never print or log: the pipeline turns what happens into events.
 //
 // The llm tier reaches models only through github.com/sashabaranov/go-openai,
-// with clients made by NewClient, which send through an http.Client's Do and
+// with clients made by NewClient, which send through an http.Client's Do,
 // record the Retry-After of a 429 (go-openai does not expose the headers
-// of an error). It tries its candidates in order and stops at the first
+// of an error) and send the W3C traceparent of the tracing span in the
+// call's context, if any. It tries its candidates in order and stops at the first
 // answer, at a failure that is the question's fault (context length,
 // content filter, bad request) or when its context ends. Per-candidate
 // protection (a breaker per model, a cooldown after 429, the record of
 // each attempt) is not built in: the tier asks Query.Guard, a
-// CandidateGuard, before each candidate and releases it exactly once with
-// the call's outcome, also when the call panics. With no guard, every
+// CandidateGuard, before each candidate, makes the call with the context
+// the guard gives (carrying the call's span) and releases it exactly once
+// with the call's outcome, also when the call panics. With no guard, every
 // candidate is tried. The other model calls a question makes go behind
 // the same kind of guard, as steps with tier names of their own: the
 // Condenser's rewrite ("condense"), Rerank.Apply ("rerank", through
@@ -50,7 +52,10 @@
 //
 // Memo holds what is done at most once per question and shared by the
 // tiers of one run: the embedding and the retrieved documents, failures
-// included, and the knowledge-base version the question started on. With
+// included, and the knowledge-base version the question started on. The
+// retrieval has its own time limit (Memo.RetrievalTimeout): an llm tier
+// whose time runs out first stops waiting with KindRetrieving, having
+// called no model, and the retrieval goes on for the next tier. With
 // Memo.Rerank (a Rerank's Apply behind the pipeline's guard) the retrieved
 // documents are reranked once; a failed, timed-out or skipped rerank
 // keeps the retriever's order, and MinScore drops the documents scored

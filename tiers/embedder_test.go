@@ -19,12 +19,12 @@ type releasedGuard struct {
 	errs   []error
 }
 
-func (g *releasedGuard) Acquire(_ context.Context, tier string, c Candidate) (func(error, Usage), bool) {
+func (g *releasedGuard) Acquire(ctx context.Context, tier string, c Candidate) (context.Context, func(error, Usage), bool) {
 	g.asked = append(g.asked, tier+"/"+c.ID)
 	if g.refuse {
-		return nil, false
+		return nil, nil, false
 	}
-	return func(err error, _ Usage) { g.errs = append(g.errs, err) }, true
+	return ctx, func(err error, _ Usage) { g.errs = append(g.errs, err) }, true
 }
 
 // embedderFunc adapts a function to cache.Embedder.

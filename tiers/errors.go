@@ -28,6 +28,7 @@ const (
 	KindNoDocs        Kind = "no_docs"        // retrieval found nothing to answer from
 	KindMiss          Kind = "miss"           // a cache had no entry
 	KindUnavailable   Kind = "unavailable"    // every candidate was skipped (breaker open, cooling down)
+	KindRetrieving    Kind = "retrieving"     // the tier's time ran out waiting for the question's documents; no model was called
 	KindOther         Kind = "other"
 )
 

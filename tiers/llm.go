@@ -37,10 +37,11 @@ type Candidate struct {
 // Implementations must be safe for concurrent use.
 type CandidateGuard interface {
 	// Acquire asks to call candidate c for tier. When ok is false the
-	// candidate must be skipped without a call. Otherwise release must be
-	// called exactly once, with the call's error (nil on success) and the
-	// tokens it spent.
-	Acquire(ctx context.Context, tier string, c Candidate) (release func(err error, u Usage), ok bool)
+	// candidate must be skipped without a call. Otherwise the call is made
+	// with callCtx (ctx, or a context derived from it, e.g. carrying the
+	// call's tracing span), and release must be called exactly once, with
+	// the call's error (nil on success) and the tokens it spent.
+	Acquire(ctx context.Context, tier string, c Candidate) (callCtx context.Context, release func(err error, u Usage), ok bool)
 }
 
 // LLMConfig configures an LLM tier. Zero fields take the defaults written
@@ -136,9 +137,12 @@ func (l *LLM) DocsWanted() int {
 // returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
 // the last call's error.
 func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
-	docs := l.documents(ctx, q)
+	docs, derr := l.documents(ctx, q)
+	if derr != nil {
+		return Answer{}, derr
+	}
 	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
-	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
+	a, err := l.each(ctx, q.Guard, func(ctx context.Context, c Candidate) (Answer, *Error) { return l.call(ctx, c, msgs) })
 	if err != nil {
 		return Answer{}, err
 	}
@@ -153,7 +157,7 @@ func (l *LLM) Answer(ctx context.Context, q Query) (Answer, error) {
 // would fail alike), or when ctx is done. With no candidate tried it
 // returns an *Error of KindUnavailable wrapping ErrUnavailable; otherwise
 // the last call's error.
-func (l *LLM) each(ctx context.Context, g CandidateGuard, call func(c Candidate) (Answer, *Error)) (Answer, error) {
+func (l *LLM) each(ctx context.Context, g CandidateGuard, call func(ctx context.Context, c Candidate) (Answer, *Error)) (Answer, error) {
 	var last *Error
 	for _, c := range l.cands {
 		if err := ctx.Err(); err != nil {
@@ -162,14 +166,15 @@ func (l *LLM) each(ctx context.Context, g CandidateGuard, call func(c Candidate)
 			}
 			return Answer{}, last
 		}
+		cctx := ctx
 		var release func(error, Usage)
 		if g != nil {
 			var ok bool
-			if release, ok = g.Acquire(ctx, l.name, c); !ok {
+			if cctx, release, ok = g.Acquire(ctx, l.name, c); !ok {
 				continue
 			}
 		}
-		a, e := callReleased(l.name, c, call, release)
+		a, e := callReleased(cctx, l.name, c, call, release)
 		if e == nil {
 			return a, nil
 		}
@@ -191,9 +196,10 @@ func (l *LLM) each(ctx context.Context, g CandidateGuard, call func(c Candidate)
 // callReleased calls c and then release, if not nil, exactly once with the
 // call's outcome: also when the call panics, in which case the panic goes
 // on after the release.
-func callReleased(tier string, c Candidate, call func(c Candidate) (Answer, *Error), release func(error, Usage)) (a Answer, e *Error) {
+func callReleased(ctx context.Context, tier string, c Candidate, call func(context.Context, Candidate) (Answer, *Error),
+	release func(error, Usage)) (a Answer, e *Error) {
 	if release == nil {
-		return call(c)
+		return call(ctx, c)
 	}
 	done := false
 	defer func() {
@@ -206,7 +212,7 @@ func callReleased(tier string, c Candidate, call func(c Candidate) (Answer, *Err
 			panic(v)
 		}
 	}()
-	a, e = call(c)
+	a, e = call(ctx, c)
 	done = true
 	if e != nil {
 		release(e, e.Usage)
@@ -217,16 +223,26 @@ func callReleased(tier string, c Candidate, call func(c Candidate) (Answer, *Err
 }
 
 // documents returns the prompt's documents; a failed retrieval leaves the
-// prompt without documents, and the model says it cannot answer.
-func (l *LLM) documents(ctx context.Context, q Query) []retrieval.Doc {
+// prompt without documents, and the model says it cannot answer. When ctx
+// ends while the retrieval is under way, no model can be called in time:
+// it returns an *Error of KindRetrieving (KindCanceled if the caller went
+// away), which names no model, so that no model is blamed.
+func (l *LLM) documents(ctx context.Context, q Query) ([]retrieval.Doc, *Error) {
 	if l.ret == nil {
-		return nil
+		return nil, nil
 	}
 	docs, err := q.Memo.Docs(ctx, l.ret, q, l.k)
 	if err != nil {
-		return nil
+		if ce := ctx.Err(); ce != nil {
+			kind := KindRetrieving
+			if errors.Is(ce, context.Canceled) {
+				kind = KindCanceled
+			}
+			return nil, &Error{Kind: kind, Tier: l.name, Err: err}
+		}
+		return nil, nil
 	}
-	return docs[:min(len(docs), l.k)] // without a Memo, the retriever's word
+	return docs[:min(len(docs), l.k)], nil // without a Memo, the retriever's word
 }
 
 // call makes one chat completion call to c.

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/ragfuse/ragfuse/retrieval"
 )
 
@@ -210,14 +212,14 @@ type recordingGuard struct {
 	log  []string
 }
 
-func (g *recordingGuard) Acquire(_ context.Context, tier string, c Candidate) (func(error, Usage), bool) {
+func (g *recordingGuard) Acquire(ctx context.Context, tier string, c Candidate) (context.Context, func(error, Usage), bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.deny[c.ID] {
 		g.log = append(g.log, c.ID+":skip")
-		return nil, false
+		return nil, nil, false
 	}
-	return func(err error, u Usage) {
+	return ctx, func(err error, u Usage) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		k := "ok"
@@ -297,5 +299,55 @@ func TestErrorMessage(t *testing.T) {
 	e := &Error{Kind: KindServer, Tier: "primary", Model: "m", Status: 503, Err: errors.New("down")}
 	if got := e.Error(); got != "tiers: primary (m): server_error (HTTP 503): down" {
 		t.Fatalf("Error() = %q", got)
+	}
+}
+
+// spanGuard gives each candidate call a context carrying a tracing span
+// of its own, as the pipeline's guard does when tracing is on.
+type spanGuard struct{ spans map[string]trace.SpanContext }
+
+func (g *spanGuard) Acquire(ctx context.Context, _ string, c Candidate) (context.Context, func(error, Usage), bool) {
+	return trace.ContextWithSpanContext(ctx, g.spans[c.ID]), func(error, Usage) {}, true
+}
+
+// TestLLMSendsTraceparentOfGuardContext: each candidate call is made with
+// the context its guard gives, and carries that context's span to the
+// upstream as a W3C traceparent header; a call without a span sends none.
+func TestLLMSendsTraceparentOfGuardContext(t *testing.T) {
+	var mu sync.Mutex
+	got := map[string]string{}
+	record := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got[r.Host] = r.Header.Get("traceparent")
+			mu.Unlock()
+			h(w, r)
+		}
+	}
+	bad, _ := upstream(t, record(reply(503, `{"error":{"message":"down"}}`)))
+	good, _ := upstream(t, record(reply(200, okBody)))
+	span := func(b byte) trace.SpanContext {
+		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1, 2, 3}, SpanID: trace.SpanID{b},
+			TraceFlags: trace.FlagsSampled})
+	}
+	g := &spanGuard{spans: map[string]trace.SpanContext{"down": span(0xaa), "up": span(0xbb)}}
+	l := NewLLM(LLMConfig{Candidates: []Candidate{candidate("down", bad.URL), candidate("up", good.URL)}})
+	if _, err := l.Answer(context.Background(), Query{Question: "q", Guard: g}); err != nil {
+		t.Fatal(err)
+	}
+	host := func(s *httptest.Server) string { return strings.TrimPrefix(s.URL, "http://") }
+	want := map[string]string{
+		host(bad):  "00-01020300000000000000000000000000-aa00000000000000-01",
+		host(good): "00-01020300000000000000000000000000-bb00000000000000-01",
+	}
+	for h, w := range want {
+		if got[h] != w {
+			t.Errorf("upstream %s got traceparent %q, want %q", h, got[h], w)
+		}
+	}
+	// Without a span: no header.
+	if _, err := NewLLM(LLMConfig{Candidates: []Candidate{candidate("up", good.URL)}}).Answer(context.Background(),
+		Query{Question: "q"}); err != nil || got[host(good)] != "" {
+		t.Errorf("a call without a span sent traceparent %q (err %v)", got[host(good)], err)
 	}
 }

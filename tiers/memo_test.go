@@ -2,6 +2,8 @@ package tiers
 
 import (
 	"context"
+	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,5 +46,79 @@ func TestMemoDocsAfterEmbeddingHung(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("the retrieval tier waited %v: the hung embedding service was asked again", d)
+	}
+}
+
+// slowRetriever answers testDocs after delay, or fails when its context
+// ends first, counting the calls.
+type slowRetriever struct {
+	delay time.Duration
+	calls atomic.Int32
+}
+
+func (s *slowRetriever) Retrieve(ctx context.Context, _ string, k int) ([]retrieval.Doc, error) {
+	s.calls.Add(1)
+	t := time.NewTimer(s.delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return testDocs[:min(k, len(testDocs))], nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestMemoDocsCutWithTheTierIsNotRemembered guards a question from the
+// first tier's short time: without a retrieval time limit of its own, a
+// retrieval cut short because the asking tier's time ran out is not
+// remembered as a failure, and a later tier retrieves within its own time.
+func TestMemoDocsCutWithTheTierIsNotRemembered(t *testing.T) {
+	ret := &slowRetriever{delay: 50 * time.Millisecond}
+	m := &Memo{K: 3}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	if _, err := m.Docs(ctx, ret, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Docs past the tier's time: %v, want its deadline", err)
+	}
+	docs, err := m.Docs(context.Background(), ret, Query{Question: "returns"}, 3)
+	if err != nil || len(docs) != 3 {
+		t.Fatalf("Docs for the next tier: %v, %v; want the documents", docs, err)
+	}
+	if m.retrievalFailed() || ret.calls.Load() != 2 {
+		t.Fatalf("failed %v after %d calls, want a retrieval that worked, asked twice", m.retrievalFailed(), ret.calls.Load())
+	}
+}
+
+// TestMemoDocsOutliveTheAskingTier: with RetrievalTimeout, the retrieval
+// runs under that limit alone: a tier whose time runs out stops waiting,
+// the retrieval goes on, and the next tier gets its documents without a
+// second retrieval. A retrieval over its own limit is remembered failed.
+func TestMemoDocsOutliveTheAskingTier(t *testing.T) {
+	ret := &slowRetriever{delay: 60 * time.Millisecond}
+	m := &Memo{K: 3, RetrievalTimeout: time.Second}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	if _, err := m.Docs(ctx, ret, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Docs past the tier's time: %v, want its deadline", err)
+	}
+	if waited := time.Since(start); waited > 50*time.Millisecond {
+		t.Fatalf("the tier waited %v, past its own time", waited)
+	}
+	docs, err := m.Docs(context.Background(), ret, Query{Question: "returns"}, 2)
+	if err != nil || len(docs) != 2 || ret.calls.Load() != 1 {
+		t.Fatalf("Docs for the next tier: %v, %v after %d calls; want two documents, one retrieval", docs, err, ret.calls.Load())
+	}
+	if w := m.Waited(); w < 50*time.Millisecond {
+		t.Errorf("Waited = %v, want the time both tiers waited", w)
+	}
+
+	slow := &slowRetriever{delay: time.Hour}
+	m = &Memo{RetrievalTimeout: 20 * time.Millisecond}
+	if _, err := m.Docs(context.Background(), slow, Query{Question: "returns"}, 3); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Docs past the retrieval's own limit: %v", err)
+	}
+	if _, err := m.Docs(context.Background(), slow, Query{Question: "returns"}, 3); err == nil || slow.calls.Load() != 1 || !m.retrievalFailed() {
+		t.Fatalf("after the retrieval's own timeout: %v, %d calls; want the failure remembered", err, slow.calls.Load())
 	}
 }

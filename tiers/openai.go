@@ -14,6 +14,8 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ClientConfig configures an OpenAI-compatible client made by NewClient.
@@ -31,7 +33,9 @@ type ClientConfig struct {
 // NewClient returns a go-openai client whose HTTP client also records the
 // Retry-After header of 429 responses, so an LLM tier can report how long
 // the model asked to wait (go-openai does not expose response headers on
-// errors). Clients made otherwise work too, without Retry-After.
+// errors), and sends the W3C traceparent of the call's tracing span, if
+// its context has one, so that a provider's trace joins the question's.
+// Clients made otherwise work too, without either.
 func NewClient(cfg ClientConfig) *openai.Client {
 	oc := openai.DefaultConfig(cfg.APIKey)
 	if cfg.BaseURL != "" {
@@ -72,13 +76,17 @@ func (c *noteCtx) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// retryAfterDoer records the Retry-After of a 429 response into the
-// callNote of the request's context.
+// retryAfterDoer sends the traceparent of the request's context and
+// records the Retry-After of a 429 response into the callNote of the
+// request's context.
 type retryAfterDoer struct {
 	next openai.HTTPDoer
 }
 
 func (d retryAfterDoer) Do(req *http.Request) (*http.Response, error) {
+	if sc := trace.SpanContextFromContext(req.Context()); sc.IsValid() {
+		propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(req.Header))
+	}
 	res, err := d.next.Do(req)
 	if err != nil || res.StatusCode != http.StatusTooManyRequests {
 		return res, err

@@ -175,7 +175,7 @@ func GuardCall(ctx context.Context, guard CandidateGuard, tier string, c Candida
 	if guard == nil {
 		return call(ctx)
 	}
-	release, ok := guard.Acquire(ctx, tier, c)
+	ctx, release, ok := guard.Acquire(ctx, tier, c)
 	if !ok {
 		return &Error{Kind: KindUnavailable, Tier: tier, Model: c.ID, Err: ErrUnavailable}
 	}

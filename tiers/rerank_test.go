@@ -149,8 +149,8 @@ func TestMemoRerank(t *testing.T) {
 // panicGuard records the error each release gets.
 type panicGuard struct{ released []error }
 
-func (g *panicGuard) Acquire(context.Context, string, Candidate) (func(error, Usage), bool) {
-	return func(err error, _ Usage) { g.released = append(g.released, err) }, true
+func (g *panicGuard) Acquire(ctx context.Context, _ string, _ Candidate) (context.Context, func(error, Usage), bool) {
+	return ctx, func(err error, _ Usage) { g.released = append(g.released, err) }, true
 }
 
 // TestGuardCallReleasesOnPanic guards "the guard hears the outcome of

@@ -91,7 +91,7 @@ func (r *Retrieval) Answer(ctx context.Context, q Query) (Answer, error) {
 	if r.ret == nil {
 		return Answer{}, &Error{Kind: KindOther, Tier: r.name, Err: errNoRetriever}
 	}
-	docs, err := q.Memo.Docs(ctx, r.ret, q, r.k)
+	docs, err := q.Memo.documents(ctx, r.ret, q, r.k, false)
 	if err != nil {
 		var te *Error
 		if errors.As(err, &te) {

@@ -109,12 +109,15 @@ func continueMessages(msgs []openai.ChatCompletionMessage, question, partial, pr
 // has sent its finish reason, losing the usage chunk or [DONE] is no
 // failure: the answer is whole, its usage counted from the chunks.
 func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answer, error) {
-	docs := l.documents(ctx, q)
+	docs, derr := l.documents(ctx, q)
+	if derr != nil {
+		return Answer{}, derr
+	}
 	msgs := buildMessages(l.system, q.Question, historyMessages(q.History, l.turns), docs)
 	if r.Continue != "" {
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}
-	a, err := l.each(ctx, q.Guard, func(c Candidate) (Answer, *Error) {
+	a, err := l.each(ctx, q.Guard, func(ctx context.Context, c Candidate) (Answer, *Error) {
 		return l.callStream(ctx, c, msgs, r)
 	})
 	if err == nil || a.Interrupted {

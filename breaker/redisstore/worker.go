@@ -244,7 +244,7 @@ func decodeState(get *redis.StringCmd) (breaker.Shared, bool) {
 func (s *Store) tripOne(e *entry) {
 	for _, b := range s.targets(e) {
 		if b.State() == breaker.StateClosed {
-			b.Trip()
+			b.TripBecause(breaker.CauseCluster, breaker.Reason{})
 			return
 		}
 	}

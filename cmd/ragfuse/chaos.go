@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -39,6 +40,10 @@ func runChaos(ctx context.Context, args []string, e *env) error {
 			}
 		}
 	}
+	if err := servedFaults(initial, cfg.Models); err != nil {
+		fmt.Fprintf(e.stderr, "--faults: %v\n", err)
+		return errUsage
+	}
 	srv := llmtest.New(cfg)
 	for _, f := range initial {
 		srv.SetFault(f.model, f.fault)
@@ -69,6 +74,23 @@ func runChaos(ctx context.Context, args []string, e *env) error {
 
 	<-ctx.Done()
 	fmt.Fprintln(w, "ragfuse chaos: stopping")
+	return nil
+}
+
+// servedFaults refuses a fault for a model outside models (when models
+// lists any): no request would ever meet it. Faults are keyed by the model
+// name a request carries, which for ragfuse is the model field of a
+// config.models entry, not the entry's key.
+func servedFaults(faults []modelFault, models []string) error {
+	if len(models) == 0 {
+		return nil
+	}
+	for _, f := range faults {
+		if f.model != llmtest.AnyModel && !slices.Contains(models, f.model) {
+			return fmt.Errorf("model %q is not served (--models %s); a fault is keyed by the model name a request carries (the model: field of a config.models entry)",
+				f.model, strings.Join(models, ","))
+		}
+	}
 	return nil
 }
 

@@ -34,6 +34,8 @@ func demoConfig(baseURL string) config.Config {
 	return config.Config{
 		Server: config.Server{Addr: "127.0.0.1:8080", RequestTimeout: 6 * time.Second,
 			MaxQuestionBytes: 4096, ShutdownGrace: 5 * time.Second, DefaultLanguage: "en"},
+		// The questions are the newcomer's own: the console shows them.
+		Console: config.Console{ShowQuestions: true},
 		Models: map[string]config.Model{
 			demoPrimary:  {BaseURL: baseURL, Model: demoPrimary},
 			demoFallback: {BaseURL: baseURL, Model: demoFallback},

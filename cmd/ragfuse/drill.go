@@ -18,7 +18,8 @@ import (
 var drillFlags = map[string]string{"speed": "--speed", "settings": "--settings", "target": "--target", "api_key": "--api-key-env"}
 
 // runDrill plays a fault scenario and writes report.json, report.md and
-// report.png into --out; it prints the Markdown report. Over HTTP
+// report.png into --out; it prints the Markdown report, and to stderr a
+// progress line every few seconds and the paths it wrote. Over HTTP
 // (--target) it fails, after writing the report, when every question
 // failed.
 func runDrill(ctx context.Context, args []string, e *env) error {
@@ -76,6 +77,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 		return err
 	}
 	opts.Scenario = sc
+	opts.Progress = e.stderr
 	rep, err := drill.Run(ctx, opts)
 	if err != nil {
 		return err
@@ -84,9 +86,11 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	if err := drill.WriteMarkdown(&md, rep); err != nil {
 		return err
 	}
-	if err := writeReport(*out, rep, md.Bytes()); err != nil {
+	paths, err := writeReport(*out, rep, md.Bytes())
+	if err != nil {
 		return err
 	}
+	fmt.Fprintf(e.stderr, "ragfuse drill: wrote %s\n", strings.Join(paths, ", "))
 	if _, err := e.stdout.Write(md.Bytes()); err != nil {
 		return err
 	}
@@ -97,24 +101,30 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 }
 
 // writeReport writes report.md (md, rep in Markdown), report.json and
-// report.png into dir.
-func writeReport(dir string, rep *drill.Report, md []byte) error {
+// report.png into dir and returns their paths.
+func writeReport(dir string, rep *drill.Report, md []byte) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	var js, img bytes.Buffer
 	if err := drill.WriteJSON(&js, rep); err != nil {
-		return err
+		return nil, err
 	}
 	if err := drill.WritePNG(&img, rep); err != nil {
-		return err
+		return nil, err
 	}
-	for name, b := range map[string][]byte{"report.md": md, "report.json": js.Bytes(), "report.png": img.Bytes()} {
-		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
-			return err
+	var paths []string
+	for _, f := range []struct {
+		name string
+		b    []byte
+	}{{"report.md", md}, {"report.json", js.Bytes()}, {"report.png", img.Bytes()}} {
+		path := filepath.Join(dir, f.name)
+		if err := os.WriteFile(path, f.b, 0o644); err != nil {
+			return nil, err
 		}
+		paths = append(paths, path)
 	}
-	return nil
+	return paths, nil
 }
 
 // allFailed returns an error naming the causes when no question of rep

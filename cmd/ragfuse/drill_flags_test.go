@@ -224,3 +224,26 @@ func TestDrillHelpNamesAPIKeyEnv(t *testing.T) {
 		t.Errorf("exit %d, help:\n%s", code, stdout)
 	}
 }
+
+// TestDrillPrintsProgressAndPaths: the drill tells on stderr how each
+// setting went (its last progress line) and where it wrote the report.
+func TestDrillPrintsProgressAndPaths(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runCLI(context.Background(), nil, "drill", "--scenario", tinyScenario(t), "--out", out,
+		"--speed", "10", "--settings", "none,breaker")
+	if code != exitOK {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	for _, want := range []string{
+		"drill tiny: none 1/2 1s/1s done: 20 questions (",
+		"drill tiny: breaker 2/2 1s/1s done: 20 questions (",
+		"; breakers: all 3 closed\n",  // none: breakers that never trip
+		"; breakers: model/p1 open, ", // breaker: the hung model's
+		fmt.Sprintf("ragfuse drill: wrote %s, %s, %s\n", filepath.Join(out, "report.md"), filepath.Join(out, "report.json"),
+			filepath.Join(out, "report.png")),
+	} {
+		if !strings.Contains(stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr)
+		}
+	}
+}

@@ -6,6 +6,7 @@
 //	ragfuse serve [--config FILE] [--addr ADDR] [--demo-faults model=mode,...] [--log-json]
 //	ragfuse chaos [--addr ADDR] [--models a,b] [--chunk-delay D] [--embedding-dim N] [--faults model=mode,...]
 //	ragfuse drill --scenario FILE --out DIR [--speed N] [--settings none,breaker,full | --target URL [--api-key-env NAME]]
+//	ragfuse version
 //	ragfuse help [command]
 //
 // Without --config, serve runs an embedded demo: the bundled knowledge
@@ -53,6 +54,7 @@ func commands() []command {
 		{"serve", "run the HTTP server (the embedded demo without --config)", runServe},
 		{"chaos", "serve a fault-injecting OpenAI-compatible upstream for tests", runChaos},
 		{"drill", "play a scripted outage and report what each protection buys", runDrill},
+		{"version", "print the version, Go version and source revision of this binary", runVersion},
 	}
 }
 

@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
 
+	"github.com/ragfuse/ragfuse/api"
 	"github.com/ragfuse/ragfuse/config"
 	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
@@ -51,6 +53,13 @@ func TestUsage(t *testing.T) {
 		{[]string{"serve", "--config", "x.yaml", "--demo-faults", "demo-primary=hang"}, exitUsage, "", "demo only"},
 		{[]string{"chaos", "--embedding-dim", "0"}, exitUsage, "", "--embedding-dim"},
 		{[]string{"chaos", "--embedding-dim", "10000"}, exitUsage, "", "--embedding-dim"},
+		{[]string{"chaos", "--models", "qwen-max,qwen-turbo", "--faults", "qwen3-max=hang"}, exitUsage, "",
+			`--faults: model "qwen3-max" is not served (--models qwen-max,qwen-turbo); a fault is keyed by the model name a request carries`},
+		{[]string{"chaos", "--models", "a", "--faults", "a=hang,b=status:503"}, exitUsage, "", `model "b" is not served`},
+		{[]string{"version"}, exitOK, api.ReadBuild().String() + "\n", ""},
+		{[]string{"version"}, exitOK, runtime.Version(), ""},
+		{[]string{"version", "--json"}, exitUsage, "", "flag provided but not defined"},
+		{[]string{"help"}, exitOK, "version", ""},
 	}
 	for _, tc := range tests {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
@@ -194,5 +203,21 @@ func TestChaosServesRerank(t *testing.T) {
 	}
 	if code := post("bad-rerank"); code != http.StatusTooManyRequests {
 		t.Errorf("bad-rerank answered %d, want 429", code)
+	}
+}
+
+func TestServedFaults(t *testing.T) {
+	faults, err := parseFaults("a=hang,*=latency:1s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := servedFaults(faults, []string{"a"}); err != nil {
+		t.Errorf("a fault for a served model and one for every model refused: %v", err)
+	}
+	if err := servedFaults(faults, nil); err != nil {
+		t.Errorf("refused while any model name is served: %v", err)
+	}
+	if err := servedFaults(faults, []string{"b"}); err == nil || !strings.Contains(err.Error(), `"a"`) {
+		t.Errorf("a fault for an unserved model: %v", err)
 	}
 }

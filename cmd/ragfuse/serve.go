@@ -7,8 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/ragfuse/ragfuse"
 	"github.com/ragfuse/ragfuse/api"
@@ -30,15 +34,22 @@ type serveOptions struct {
 type app struct {
 	server   *api.Server
 	pipeline *pipeline.Pipeline
-	upstream *llmtest.Server // the demo's simulated models; nil with a config
+	upstream *llmtest.Server          // the demo's simulated models; nil with a config
+	tracing  *sdktrace.TracerProvider // nil: tracing is off
 	addr     string
 }
 
-// Close releases the pipeline and the demo upstream.
+// Close releases the pipeline and the demo upstream, and sends the last
+// spans.
 func (a *app) Close() {
 	_ = a.pipeline.Close()
 	if a.upstream != nil {
 		a.upstream.Close()
+	}
+	if a.tracing != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = a.tracing.Shutdown(ctx)
 	}
 }
 
@@ -68,8 +79,11 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	if o.addr != "" {
 		cfg.Server.Addr = o.addr
 	}
+	a := &app{upstream: upstream}
 	fail := func(err error) (*app, error) {
-		if upstream != nil {
+		if a.pipeline != nil {
+			a.Close()
+		} else if upstream != nil {
 			upstream.Close()
 		}
 		return nil, err
@@ -78,24 +92,58 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 	if err != nil {
 		return fail(err)
 	}
-	reg := prometheus.NewRegistry()
-	obs := api.NewObserver(reg, logger)
-	p, err := config.Build(cfg, config.Env{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger})
+	adminKeys, err := config.ResolveAdminKeys(cfg.Auth, getenv)
 	if err != nil {
 		return fail(err)
 	}
-	acfg := api.Config{Pipeline: p, Server: serverOptions(cfg.Server), Keys: keys, Notes: notes(cfg.Notes),
+	tracer, err := startTracing(a, cfg.Tracing, getenv, logger)
+	if err != nil {
+		return fail(err)
+	}
+	reg := prometheus.NewRegistry()
+	obs := api.NewObserver(reg, logger)
+	a.pipeline, err = config.Build(cfg, config.Env{Getenv: getenv, Observer: obs, KnowledgeBase: kb, Logger: logger,
+		Tracer: tracer})
+	if err != nil {
+		return fail(err)
+	}
+	acfg := api.Config{Pipeline: a.pipeline, Server: serverOptions(cfg.Server), Keys: keys, AdminKeys: adminKeys, Notes: notes(cfg.Notes),
 		OpenAI: api.OpenAIOptions{NoteInContent: cfg.OpenAI.NoteInContent},
-		Logger: logger, Observer: obs, Registry: reg}
+		Logger: logger, Observer: obs, Registry: reg, Tracer: tracer, Console: api.ConsoleOptions{ShowQuestions: cfg.Console.ShowQuestions},
+		APIKeyEnvs: apiKeyEnvs(cfg.Models)}
 	if upstream != nil {
 		acfg.Demo, acfg.DemoModels = upstream, demoModels
 	}
-	srv, err := api.New(acfg)
-	if err != nil {
-		_ = p.Close()
+	if a.server, err = api.New(acfg); err != nil {
 		return fail(err)
 	}
-	return &app{server: srv, pipeline: p, upstream: upstream, addr: srv.Addr()}, nil
+	a.addr = a.server.Addr()
+	return a, nil
+}
+
+// startTracing starts the tracer provider of the tracing: section (or of
+// OTEL_EXPORTER_OTLP_ENDPOINT) into a, and returns its tracer; nil when
+// tracing is off. Export errors are logged as warnings.
+func startTracing(a *app, t config.Tracing, getenv func(string) string, logger *slog.Logger) (trace.Tracer, error) {
+	tp, err := api.NewTracerProvider(context.Background(),
+		api.Tracing{OTLPEndpoint: t.OTLPEndpoint, ServiceName: t.ServiceName, SampleRatio: t.SampleRatio}, getenv)
+	if err != nil || tp == nil {
+		return nil, err
+	}
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		logger.Warn("tracing: spans not exported", slog.String("error", err.Error()))
+	}))
+	a.tracing = tp
+	return tp.Tracer("github.com/ragfuse/ragfuse"), nil
+}
+
+// apiKeyEnvs maps each model to the variable its API key is read from.
+func apiKeyEnvs(models map[string]config.Model) map[string]string {
+	out := make(map[string]string, len(models))
+	for id, m := range models {
+		out[id] = m.APIKeyEnv
+	}
+	return out
 }
 
 // serverOptions maps the configuration's server: section onto the
@@ -103,7 +151,8 @@ func assemble(o serveOptions, logger *slog.Logger, getenv func(string) string) (
 func serverOptions(s config.Server) api.ServerOptions {
 	return api.ServerOptions{Addr: s.Addr, MaxQuestionBytes: s.MaxQuestionBytes, MaxBodyBytes: s.MaxBodyBytes,
 		ShutdownGrace: s.ShutdownGrace, DrainDelay: s.DrainDelay, DefaultLanguage: s.DefaultLanguage,
-		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes}
+		MaxHistoryTurns: s.MaxHistoryTurns, MaxHistoryBytes: s.MaxHistoryBytes,
+		ReadTimeout: s.ReadTimeout, IdleTimeout: s.IdleTimeout, MaxConnections: s.MaxConnections}
 }
 
 // notes maps the configuration's notes: section onto the server's.
@@ -194,7 +243,12 @@ func demoBanner(w io.Writer, url string, faults []modelFault) {
 	p("ragfuse DEMO: embedded knowledge base, hash embedder, and simulated models %q and %q", demoPrimary, demoFallback)
 	p("served in process. Nothing here calls a real model.")
 	p("")
-	p("Listening on %s. Try:", url)
+	p("Listening on %s.", url)
+	p("")
+	p("  Open the web console in a browser: %s/console", url)
+	p("  (ask questions, switch the simulated models' faults, watch the breakers open and close)")
+	p("")
+	p("  Or try with curl:")
 	p("")
 	p("  # 1. ask a question (answered by the primary model)")
 	p(`  curl -s %s/v1/ask -H 'Content-Type: application/json' -d '{"question":"How do I return an item?"}'`, url)
@@ -211,7 +265,7 @@ func demoBanner(w io.Writer, url string, faults []modelFault) {
 	p("  the retrieval tier's breaker open:")
 	p(`  curl -s -X POST %s/v1/admin/breakers/trip -H 'Content-Type: application/json' -d '{"breaker":"tier/retrieval"}'`, url)
 	p("  Clear the faults with: curl -s -X DELETE %s/v1/demo/faults", url)
-	p("  Also: GET /v1/status, GET /metrics, POST /v1/chat/completions (OpenAI-compatible).")
+	p("  Also: GET /v1/status, GET /v1/events, GET /metrics, POST /v1/chat/completions (OpenAI-compatible).")
 	if len(faults) > 0 {
 		var fs []string
 		for _, f := range faults {

@@ -204,39 +204,55 @@ func TestDemoEndToEnd(t *testing.T) {
 	}
 }
 
-// TestServeCommand runs `ragfuse serve` itself, demo mode, on a free port,
-// and checks the banner and a clean stop.
-func TestServeCommand(t *testing.T) {
+// serving is `ragfuse serve` running on a goroutine.
+type serving struct {
+	url  string
+	out  *lockedWriter
+	stop func() int // stops serve and returns its exit code
+}
+
+// serveInProcess runs `ragfuse serve args...` with getenv until stop, and
+// returns once it listens.
+func serveInProcess(t *testing.T, getenv func(string) string, args ...string) serving {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var out bytes.Buffer
-	w := &lockedWriter{w: &out, started: make(chan struct{})}
+	w := &lockedWriter{w: &bytes.Buffer{}, started: make(chan struct{})}
 	done := make(chan int, 1)
 	listening := make(chan string, 1)
 	go func() {
-		done <- run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--demo-faults", "demo-primary=status:500"},
-			&env{stdout: w, stderr: w, getenv: func(string) string { return "" },
-				listening: func(url string) { listening <- url }})
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0"}, args...),
+			&env{stdout: w, stderr: w, getenv: getenv, listening: func(url string) { listening <- url }})
 	}()
-	var url string
 	select {
-	case url = <-listening:
+	case url := <-listening:
+		return serving{url: url, out: w, stop: func() int {
+			cancel()
+			code := <-done
+			http.DefaultClient.CloseIdleConnections()
+			return code
+		}}
 	case code := <-done:
 		cancel()
 		t.Fatalf("serve exited %d: %s", code, w.String())
 	}
-	c := &client{t: t, url: url}
-	a := c.ask("How do I return an item?", "en")
-	cancel()
-	if code := <-done; code != exitOK {
+	return serving{}
+}
+
+// TestServeCommand runs `ragfuse serve` itself, demo mode, on a free port,
+// and checks the banner and a clean stop.
+func TestServeCommand(t *testing.T) {
+	s := serveInProcess(t, func(string) string { return "" }, "--demo-faults", "demo-primary=status:500")
+	url, w := s.url, s.out
+	a := (&client{t: t, url: url}).ask("How do I return an item?", "en")
+	if code := s.stop(); code != exitOK {
 		t.Fatalf("exit %d", code)
 	}
-	http.DefaultClient.CloseIdleConnections()
 	if a.Source != tiers.SourceFallback {
 		t.Errorf("with the primary down from the start: source %s", a.Source)
 	}
 	banner := w.String()
-	for _, want := range []string{"ragfuse DEMO", "curl -s " + url + "/v1/ask", "/v1/demo/faults/demo-primary",
-		"--config", "Started with faults: demo-primary=status"} {
+	for _, want := range []string{"ragfuse DEMO", "Open the web console in a browser: " + url + "/console",
+		"curl -s " + url + "/v1/ask", "/v1/demo/faults/demo-primary", "--config", "Started with faults: demo-primary=status"} {
 		if !strings.Contains(banner, want) {
 			t.Errorf("banner lacks %q:\n%s", want, banner)
 		}
@@ -282,5 +298,35 @@ tiers: [{kind: static, message: hi}]
 	}
 	if res.Note != "Call us." || !res.Actions.RetryLater || !res.Actions.CustomerService {
 		t.Errorf("note %q, actions %+v; want the configured en note and retry_later", res.Note, res.Actions)
+	}
+}
+
+// TestServeTracing runs serve with OTEL_EXPORTER_OTLP_ENDPOINT naming a
+// collector: a question's spans reach it, at the latest when serve stops.
+func TestServeTracing(t *testing.T) {
+	var mu sync.Mutex
+	var posts [][]byte
+	col := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" {
+			mu.Lock()
+			posts = append(posts, b)
+			mu.Unlock()
+		}
+	}))
+	defer col.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", col.URL)
+	s := serveInProcess(t, os.Getenv)
+	(&client{t: t, url: s.url}).ask("How do I return an item?", "en")
+	if code := s.stop(); code != exitOK {
+		t.Fatalf("exit %d: %s", code, s.out.String())
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	all := bytes.Join(posts, nil)
+	for _, want := range []string{"ragfuse", "question", "tier/primary", "model/" + demoPrimary} {
+		if !bytes.Contains(all, []byte(want)) {
+			t.Errorf("the collector got no %q in %d posts", want, len(posts))
+		}
 	}
 }
