@@ -144,24 +144,35 @@ func (b *Breaker) Allow() (Permit, error) {
 		b.rejected.Add(1) // OPEN and staying so: reject without the lock
 		return Permit{}, ErrOpen
 	}
-	return b.allowSlow()
+	return b.allowSlow(false)
 }
 
-// allowSlow is Allow for OPEN and HALF_OPEN periods.
-func (b *Breaker) allowSlow() (Permit, error) {
+// allowSlow is Allow for OPEN and HALF_OPEN periods, and AllowProbe if
+// prober.
+func (b *Breaker) allowSlow(prober bool) (Permit, error) {
 	now := b.now()
 	b.mu.Lock()
 	p, changed := b.advanceLocked(now)
-	switch p.state {
-	case StateClosed: // closed by another goroutine meanwhile
+	var refuse error
+	switch {
+	case p.state == StateClosed && prober:
+		refuse = ErrNoProbe
+	case p.state == StateClosed: // closed by another goroutine meanwhile
 		b.mu.Unlock()
 		b.deliverIf(changed)
 		return b.grant(p, now.Sub(b.origin))
-	case StateOpen:
+	case p.state == StateOpen:
+		refuse = ErrOpen
+	case b.cfg.ActiveProbes && !prober:
+		refuse = ErrProbing
+	}
+	if refuse != nil {
 		b.mu.Unlock()
-		b.rejected.Add(1)
+		if refuse != ErrNoProbe {
+			b.rejected.Add(1)
+		}
 		b.deliverIf(changed)
-		return Permit{}, ErrOpen
+		return Permit{}, refuse
 	}
 	p.expireLocked(now)
 	if len(p.probes) >= b.cfg.HalfOpenMaxCalls || p.acquiring {

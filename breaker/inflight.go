@@ -154,7 +154,7 @@ func (b *Breaker) grant(p *period, start time.Duration) (Permit, error) {
 		var turned int64
 		start, turned = live.begin(start)
 		if turned > 0 && b.judgeInFlight(p, start) {
-			return b.allowSlow()
+			return b.allowSlow(false)
 		}
 	}
 	return Permit{b: b, p: p, start: start}, nil
