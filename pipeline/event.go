@@ -69,6 +69,7 @@ const (
 	EventRateLimited                           // a question was over a rate limit (Reason: "global" or "tenant")
 	EventBulkheadRejected                      // a bulkhead turned a call away (Tier)
 	EventCache                                 // a cache lookup (Tier, Reason: "hit", "miss", "stale")
+	EventProbe                                 // a prober probed a model (Breaker; Attempt, of tier "probe"; From half_open, To the state after)
 )
 
 // Event is one thing that happened in the pipeline, for metrics and logs.

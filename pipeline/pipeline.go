@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -157,6 +158,8 @@ type Options struct {
 	Limiter Limiter
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
+	// Probes configures active probing, per model: see Probe.
+	Probes []Probe
 	// Tracer, if set, records a span per stage call ("tier/<name>") and
 	// per model call ("model/<id>"), children of the span in the
 	// question's context (see the package doc); nil traces nothing.
@@ -192,8 +195,11 @@ type Pipeline struct {
 	storeHealth breaker.Store
 	closers     []io.Closer
 	flights     flightGroup
-	inflight    inflightGate // the questions in flight, until Close
-	tracer      trace.Tracer // nil: no spans
+	inflight    inflightGate       // the questions in flight, until Close
+	tracer      trace.Tracer       // nil: no spans
+	probers     map[string]*prober // by model ID; read-only after New
+	probing     sync.WaitGroup     // the probers' goroutines
+	stopProbers context.CancelFunc // ends them; nil without probers
 }
 
 // stage is a Stage ready to run: its tier with the guards composed around
@@ -245,6 +251,10 @@ func New(opts Options) (*Pipeline, error) {
 		tracer:      opts.Tracer,
 	}
 	p.cool.until = map[string]time.Time{}
+	var err error
+	if p.probers, err = newProbers(opts.Probes); err != nil {
+		return nil, err
+	}
 	p.inflight.drained = make(chan struct{})
 	p.limits.shared = opts.Limiter
 	if p.clock == nil {
@@ -258,7 +268,7 @@ func New(opts Options) (*Pipeline, error) {
 		// the same store as the tiers' breakers.
 		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
 		p.embedModel = tiers.Candidate{ID: opts.EmbedderModel, Cooldown: opts.EmbedderCooldown}
-		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))
+		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.modelConfig(opts.EmbedderModel, cfg))
 	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {
@@ -292,6 +302,7 @@ func New(opts Options) (*Pipeline, error) {
 		p.stages[i].after = after
 		after += p.reserve(p.stages[i])
 	}
+	p.startProbers(opts.Tiers[0].Breaker.Store)
 	return p, nil
 }
 
@@ -326,7 +337,7 @@ func (p *Pipeline) newStage(st Stage, last bool) *stage {
 	if cl, ok := st.Tier.(candidateLister); ok {
 		for _, c := range cl.Candidates() {
 			if p.models[c.ID] == nil {
-				p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, cfg)
+				p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, p.modelConfig(c.ID, st.Breaker))
 			}
 		}
 	}
