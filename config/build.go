@@ -1,6 +1,7 @@
 package config
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -119,6 +120,7 @@ func (b *builder) options() (pipeline.Options, error) {
 	}
 	b.embedder()
 	rerank := b.rerank(getenv, hc)
+	probes := b.probes(getenv, hc)
 	stages := make([]pipeline.Stage, 0, len(b.cfg.Tiers))
 	for i, tc := range b.cfg.Tiers {
 		t, err := b.tier(i, tc)
@@ -147,6 +149,7 @@ func (b *builder) options() (pipeline.Options, error) {
 		Limiter:          b.limiter,
 		Closers:          b.closers,
 		Tracer:           b.env.Tracer,
+		Probes:           probes,
 	}
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb
@@ -172,6 +175,32 @@ func (b *builder) rerank(getenv func(string) string, hc *http.Client) *tiers.Rer
 		Model: m.Model, ID: rc.Model, HTTPClient: hc})
 	return &tiers.Rerank{Reranker: client, Model: tiers.Candidate{ID: rc.Model, Cooldown: m.Cooldown},
 		Candidates: rc.Candidates, Timeout: rc.Timeout, MinScore: rc.MinScore}
+}
+
+// probes returns the active probing of the models with a probe: section,
+// each sending the smallest request of its model's kind.
+func (b *builder) probes(getenv func(string) string, hc *http.Client) []pipeline.Probe {
+	var out []pipeline.Probe
+	for _, id := range sortedKeys(b.cfg.Models) {
+		m := b.cfg.Models[id]
+		if m.Probe == nil {
+			continue
+		}
+		c := b.models[id]
+		var send func(context.Context) error
+		switch m.Kind {
+		case ModelEmbedding:
+			send = func(ctx context.Context) error { return tiers.ProbeEmbedding(ctx, c.Client, id, c.Model) }
+		case ModelRerank:
+			rc := tiers.NewRerankClient(tiers.RerankClientConfig{BaseURL: m.BaseURL, APIKey: getenv(m.APIKeyEnv),
+				Model: m.Model, ID: id, HTTPClient: hc})
+			send = func(ctx context.Context) error { return tiers.ProbeRerank(ctx, rc) }
+		default:
+			send = func(ctx context.Context) error { return tiers.ProbeChat(ctx, c.Client, id, c.Model) }
+		}
+		out = append(out, pipeline.Probe{Model: id, Interval: m.Probe.Interval, Timeout: m.Probe.Timeout, Send: send})
+	}
+	return out
 }
 
 // historyTurns returns an llm tier's history_turns as tiers.LLMConfig

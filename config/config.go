@@ -91,6 +91,17 @@ type Model struct {
 	Model     string        `yaml:"model"`       // the provider's model name; default: the entry's key
 	MaxTokens int           `yaml:"max_tokens"`  // default 512
 	Cooldown  time.Duration `yaml:"cooldown"`    // after a 429 without Retry-After; default 10s
+	Probe     *Probe        `yaml:"probe"`       // nil: no active probing; questions probe the model's half-open breaker
+}
+
+// Probe turns on the active probing of a model (pipeline.Probe): while
+// its breaker "model/<id>" is open, a background prober sends the
+// smallest request of the model's kind when the open time ends, at most
+// once per interval (once for the whole cluster with Redis), and
+// questions skip the model until a probe closes the breaker.
+type Probe struct {
+	Interval time.Duration `yaml:"interval"` // probes at least this far apart; default 10s
+	Timeout  time.Duration `yaml:"timeout"`  // bounds one probe request; default 5s
 }
 
 // KnowledgeBase says where the knowledge base is and how its documents

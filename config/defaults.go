@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/ragfuse/ragfuse/pipeline"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -52,6 +53,12 @@ func (c *Config) Defaults() {
 			setIfZero(&m.Model, id)
 			setIfZero(&m.MaxTokens, 512)
 			setIfZero(&m.Cooldown, defaultCooldown)
+			if m.Probe != nil {
+				pr := *m.Probe // not the caller's
+				setIfZero(&pr.Interval, pipeline.DefaultProbeInterval)
+				setIfZero(&pr.Timeout, pipeline.DefaultProbeTimeout)
+				m.Probe = &pr
+			}
 			models[id] = m
 		}
 		c.Models = models

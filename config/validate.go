@@ -105,6 +105,11 @@ func (c *Config) validateModel(v *validator, id string) {
 		fmt.Sprintf(`must be "chat", "embedding" or "rerank", not %q`, m.Kind))
 	v.check(m.MaxTokens > 0, p+".max_tokens", "must be > 0")
 	v.check(m.Cooldown > 0, p+".cooldown", "must be > 0")
+	if pr := m.Probe; pr != nil {
+		v.check(pr.Interval > 0, p+".probe.interval", "must be > 0")
+		v.check(pr.Timeout > 0, p+".probe.timeout", "must be > 0")
+		v.check(pr.Timeout <= pr.Interval, p+".probe.timeout", "must be <= probe.interval")
+	}
 }
 
 // tierFields are the fields of a Tier, with the kinds each is valid on.

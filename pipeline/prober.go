@@ -114,9 +114,12 @@ func (p *Pipeline) pokeProber(name string) {
 func (pr *prober) run(ctx context.Context) {
 	defer pr.p.probing.Done()
 	for {
+		// The waits run on real time and are computed on the pipeline's
+		// clock; at most one interval, so that a clock moved by hand (or
+		// a state change missed) is seen within it.
 		var timer <-chan time.Time
 		if wait := pr.step(ctx); wait > 0 {
-			timer = time.After(wait)
+			timer = time.After(min(wait, pr.cfg.Interval))
 		}
 		select {
 		case <-ctx.Done():

@@ -13,7 +13,7 @@ const ProbeTier = "probe"
 // probeText is what a probe request sends: one short word.
 const probeText = "ping"
 
-var errProbeEmpty = errors.New("probe: no choices in the completion")
+var errProbeEmpty = errors.New("probe: empty answer")
 
 // ProbeChat sends the smallest chat completion to model id (the provider's
 // model name) through client: one user message of one word, answered with
@@ -43,4 +43,23 @@ func ProbeChat(ctx context.Context, client *openai.Client, id, model string) err
 func ProbeRerank(ctx context.Context, c *RerankClient) error {
 	_, err := c.Rerank(ctx, probeText, []string{probeText})
 	return err
+}
+
+// ProbeEmbedding sends the smallest embedding request: one word. Its
+// errors are classified as ProbeChat's.
+func ProbeEmbedding(ctx context.Context, client *openai.Client, id, model string) error {
+	if client == nil {
+		return &Error{Kind: KindOther, Tier: ProbeTier, Model: id, Err: errNoClient}
+	}
+	cctx, note := withNote(ctx)
+	res, err := client.CreateEmbeddings(cctx, openai.EmbeddingRequestStrings{
+		Input: []string{probeText}, Model: openai.EmbeddingModel(model), EncodingFormat: openai.EmbeddingEncodingFormatFloat,
+	})
+	if err != nil {
+		return classifyCall(ProbeTier, id, err, ctx.Err(), note.retryAfter)
+	}
+	if len(res.Data) == 0 {
+		return &Error{Kind: KindEmpty, Tier: ProbeTier, Model: id, Err: errProbeEmpty}
+	}
+	return nil
 }

@@ -29,7 +29,10 @@
 //     the lease being the breaker's ProbeTimeout, so that it expires if the
 //     prober dies. The probe's result is announced like any transition: a
 //     success closes the breaker everywhere, a failure opens it everywhere
-//     again (and frees the lease for the next half-open period).
+//     again, and the lease of the failed probe ends when that open time
+//     does (PEXPIREAT, on the announcer's clock), so that the next
+//     half-open period takes a new one and no instance that has not yet
+//     heard of the failure probes before.
 //
 // # Staleness
 //

@@ -11,8 +11,14 @@ import (
 	"github.com/ragfuse/ragfuse/breaker"
 )
 
-// probeReleaseScript deletes a probe lease only if this instance holds it.
-const probeReleaseScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then return redis.call("DEL", KEYS[1]) end return 0`
+// probeHandoverScript ends a probe lease that this instance holds when
+// the new open time ends (ARGV[2], Unix milliseconds), or at once if that
+// is 0 or past.
+const probeHandoverScript = `if redis.call("GET", KEYS[1]) == ARGV[1] then
+  if tonumber(ARGV[2]) > 0 then return redis.call("PEXPIREAT", KEYS[1], ARGV[2]) end
+  return redis.call("DEL", KEYS[1])
+end
+return 0`
 
 // worker sends announcements and counts to Redis every FlushInterval (or
 // at once when signalled), judges the aggregates, resyncs, and, while
@@ -161,10 +167,15 @@ func (s *Store) announce(ctx context.Context, p redis.Pipeliner, w cycleWork, no
 		p.Publish(ctx, s.channel, msg)
 		if sh.State == breaker.StateOpen {
 			// A failed probe (or a trip) starts a new open period, whose
-			// half-open period needs a new lease. After a close the lease
-			// is left to expire, so that a process that has not heard of
-			// the close yet cannot take it and probe again.
-			p.Eval(ctx, probeReleaseScript, []string{s.probeKey(name)}, s.cfg.Instance)
+			// half-open period needs a new lease: the lease ends with the
+			// open time, not before, so that a process that has not heard
+			// of the failed probe yet cannot take it and probe again. After
+			// a close the lease is left to expire, for the same reason.
+			var until int64
+			if !sh.OpenUntil.IsZero() {
+				until = sh.OpenUntil.UnixMilli()
+			}
+			p.Eval(ctx, probeHandoverScript, []string{s.probeKey(name)}, s.cfg.Instance, until)
 		}
 		if e := w.names[name]; e != nil {
 			idx := e.bucket(now)
