@@ -30,6 +30,7 @@ type Observer struct {
 	attempts       *prometheus.CounterVec   // tier, model, outcome
 	attemptTime    *prometheus.HistogramVec // tier, model
 	transitions    *prometheus.CounterVec   // breaker, from, to
+	probes         *prometheus.CounterVec   // model, outcome
 	bulkheadReject *prometheus.CounterVec   // tier
 	rateLimited    *prometheus.CounterVec   // scope
 	cacheLookups   *prometheus.CounterVec   // tier, result
@@ -81,6 +82,9 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 			Buckets: latencyBuckets}, []string{"tier", "model"}),
 		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
 			Name: "breaker_transitions_total", Help: "Circuit breaker state changes."}, []string{"breaker", "from", "to"}),
+		probes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "probes_total", Help: "Probe requests a prober sent to a model whose breaker was half-open, by outcome (success or a failure kind)."},
+			[]string{"model", "outcome"}),
 		bulkheadReject: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
 			Name: "bulkhead_rejected_total", Help: "Calls a bulkhead turned away."}, []string{"tier"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
@@ -109,7 +113,7 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 	}
 	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: "ragfuse",
 		Name: "http_connections_open", Help: "HTTP connections open, at most server.max_connections."}, o.openConnections)
-	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions,
+	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions, o.probes,
 		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
 		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, o.connsRefused, open, statusCollector{o},
 		buildInfoGauge(ReadBuild()))
@@ -146,6 +150,9 @@ func (o *Observer) Observe(e pipeline.Event) {
 	case pipeline.EventBreaker:
 		o.transitions.WithLabelValues(e.Breaker, e.From.String(), e.To.String()).Inc()
 		o.logTransition(e)
+	case pipeline.EventProbe:
+		o.probes.WithLabelValues(e.Attempt.Model, e.Attempt.Outcome).Inc()
+		o.logProbe(e)
 	case pipeline.EventRateLimited:
 		o.rateLimited.WithLabelValues(e.Reason).Inc()
 	case pipeline.EventBulkheadRejected:

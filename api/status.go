@@ -25,6 +25,19 @@ type StatusResponse struct {
 	RateLimit     RateLimitInfo              `json:"rate_limit"`
 	Store         pipeline.StoreStatus       `json:"store"`
 	Cooldowns     []CooldownInfo             `json:"cooldowns"`
+	Probes        []ProbeInfo                `json:"probes"` // the models probed actively (models.<id>.probe)
+}
+
+// ProbeInfo is the prober of one model: its settings and its last probe
+// request, sent while the model's breaker was half-open.
+type ProbeInfo struct {
+	Model       string     `json:"model"`
+	IntervalMS  int64      `json:"interval_ms"`
+	TimeoutMS   int64      `json:"timeout_ms"`
+	Probes      uint64     `json:"probes"`                  // probe requests this instance sent
+	LastProbeAt *time.Time `json:"last_probe_at,omitempty"` // absent before the first
+	LastOutcome string     `json:"last_outcome,omitempty"`  // success or a failure kind (timeout, server_error, ...)
+	LastError   string     `json:"last_error,omitempty"`    // a short, secret-free description of the failure
 }
 
 // CooldownInfo is a model this instance skips after a 429, until Until.
@@ -66,6 +79,7 @@ type BreakerInfo struct {
 	Calls               int        `json:"calls"`
 	Failures            int        `json:"failures"`
 	SlowCalls           int        `json:"slow_calls"`
+	SlowInFlight        int        `json:"slow_in_flight"` // calls still in flight for slow_call_duration, counted in calls and slow_calls
 	FailureRate         float64    `json:"failure_rate"`
 	ConsecutiveFailures int        `json:"consecutive_failures"`
 	OpenUntil           *time.Time `json:"open_until,omitempty"`
@@ -133,6 +147,16 @@ func (s *Server) statusBody() StatusResponse {
 			TenantRPS: finiteRate(st.RateLimit.TenantRPS), TenantBurst: st.RateLimit.TenantBurst, OnLimit: onLimit(st.RateLimit.Reject)},
 		Store:     st.Store,
 		Cooldowns: make([]CooldownInfo, 0, len(st.Cooldowns)),
+		Probes:    make([]ProbeInfo, 0, len(st.Probes)),
+	}
+	for _, pr := range st.Probes {
+		pi := ProbeInfo{Model: pr.Model, IntervalMS: pr.Interval.Milliseconds(), TimeoutMS: pr.Timeout.Milliseconds(),
+			Probes: pr.Probes, LastOutcome: pr.LastOut, LastError: pr.LastError}
+		if !pr.LastAt.IsZero() {
+			t := pr.LastAt.UTC()
+			pi.LastProbeAt = &t
+		}
+		out.Probes = append(out.Probes, pi)
 	}
 	for _, c := range st.Cooldowns {
 		out.Cooldowns = append(out.Cooldowns, CooldownInfo{Model: c.Model, Until: c.Until.UTC()})
@@ -185,7 +209,7 @@ func finiteRate(rps float64) float64 {
 
 func breakerInfo(b breaker.Snapshot) BreakerInfo {
 	bi := BreakerInfo{Name: b.Name, State: b.State.String(), Calls: b.Calls, Failures: b.Failures,
-		SlowCalls: b.SlowCalls, FailureRate: roundScore(b.FailureRate), ConsecutiveFailures: b.ConsecutiveFailures,
+		SlowCalls: b.SlowCalls, SlowInFlight: b.SlowInFlight, FailureRate: roundScore(b.FailureRate), ConsecutiveFailures: b.ConsecutiveFailures,
 		ProbesInFlight: b.ProbesInFlight, Trips: b.Trips, Rejected: b.Rejected}
 	if !b.OpenUntil.IsZero() {
 		t := b.OpenUntil.UTC()

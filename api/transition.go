@@ -53,3 +53,24 @@ func (o *Observer) setKeyEnvs(m map[string]string) {
 	}
 	o.keyEnvs.Store(&c)
 }
+
+// logProbe logs probe e when it changed its breaker's state: INFO when it
+// closed it, WARN when it opened it again, with the failure's kind and
+// description. A probe that left the breaker half-open (its caller went
+// away) is not logged.
+func (o *Observer) logProbe(e pipeline.Event) {
+	if e.From == e.To {
+		return
+	}
+	a := e.Attempt
+	attrs := []slog.Attr{slog.String("model", a.Model), slog.String("breaker", e.Breaker),
+		slog.String("outcome", a.Outcome), slog.String("to", e.To.String()), slog.Duration("took", a.Duration)}
+	level := slog.LevelInfo
+	if a.Outcome != pipeline.OutcomeSuccess {
+		level = slog.LevelWarn
+		if a.Error != "" {
+			attrs = append(attrs, slog.String("reason", a.Error))
+		}
+	}
+	o.log.LogAttrs(context.Background(), level, "model probe", attrs...)
+}
