@@ -19,6 +19,20 @@
 // slow call is a Success that took at least Config.SlowCallDuration. A slow
 // call is still a success: it resets the consecutive-failure count and is
 // judged only by the slow-call rate.
+//
+// A call is slow as soon as it has been in flight for SlowCallDuration,
+// not only when it returns: a CLOSED breaker that tracks slow calls counts
+// its permits in flight by the slice of time they started in (an eighth of
+// SlowCallDuration, at least 1ms), and counts those of a slice as slow
+// calls of the window once all of them have run that long (so at most one
+// slice late), then judges the rates. Its real outcome replaces the slow
+// mark: a success stays slow whatever its elapsed time, a failure counts
+// once, as a failure, an Ignored outcome takes the mark away; an outcome of
+// an earlier generation counts nowhere. So when a dependency hangs, the
+// slow-call rule trips the breaker about SlowCallDuration after
+// MinimumCalls calls started, before any returns; the next Allow, State or
+// Snapshot sees it. Snapshot.SlowInFlight counts such calls; Calls and
+// SlowCalls include them.
 // Ignored outcomes (a cancelled caller, a request at fault) count nowhere.
 // The rates are judged after every recorded outcome.
 //
@@ -29,7 +43,9 @@
 // probe, for an open time multiplied by Config.OpenBackoff up to
 // Config.MaxOpenDuration. The open time goes back to OpenDuration on close.
 // A probe permit not reported within Config.ProbeTimeout is void: its slot
-// is freed and its late report ignored.
+// is freed and its late report ignored. With Config.ActiveProbes the probes
+// are a prober's: AllowProbe grants them, and Allow refuses every call
+// while HALF_OPEN with ErrProbing, so that no caller tests the recovery.
 //
 // State is computed on access: there are no timer goroutines, and an OPEN
 // breaker whose time is up becomes HALF_OPEN when next asked. Each state
@@ -63,8 +79,9 @@
 // to it, a half-open breaker takes the Store's probe lease before probing,
 // so that one instance in the cluster probes (a probe is void when the
 // lease it was admitted under ends), and CLOSED outcomes are recorded for
-// cluster-wide aggregation. A failed probe on any instance grows the open
-// time of every instance, as one on this instance would. The CLOSED path
+// cluster-wide aggregation (SlowInFlight tells a Store the calls in flight
+// for SlowCallDuration, to count them too). A failed probe on any instance
+// grows the open time of every instance, as one on this instance would. The CLOSED path
 // makes no call that can block. MemoryStore is an in-process Store for tests and simulations;
 // package redisstore shares state through Redis.
 //
@@ -73,11 +90,15 @@
 // The CLOSED path takes no lock and does not allocate: the state is an
 // immutable record behind an atomic pointer, the window is atomic counters
 // written only when they change, and the clock is read only when a
-// time-based window or slow-call tracking needs it.
+// time-based window or slow-call tracking needs it. With slow calls
+// tracked, Allow and the report each add one atomic compare-and-swap on
+// the in-flight count of the current slice; moving to the next slice takes
+// a mutex once per slice width.
 //
 //	go test -run '^$' -bench . -benchmem -count 6 ./breaker/
 //
-// runs Allow plus a report (serial, parallel, with a time window) and Do
-// beside sony/gobreaker/v2 and failsafe-go in the same run; the figures
-// are in docs/performance.md.
+// runs Allow plus a report (serial, parallel, with a time window; and,
+// BenchmarkSlowCalls, with slow calls tracked) and Do beside
+// sony/gobreaker/v2 and failsafe-go in the same run; the figures are in
+// docs/performance.md.
 package breaker

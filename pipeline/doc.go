@@ -41,6 +41,14 @@
 // Options.Vectors embeds the documents in the background, never inside a
 // question's time.
 //
+// A model of Options.Probes is probed actively: its breaker "model/<id>"
+// leaves its half-open probes to a prober goroutine (prober.go), which,
+// when the open time ends, takes the probe permit (with a Store, under
+// the cluster-wide lease), sends Probe.Send under Probe.Timeout at most
+// once per Probe.Interval, and reports the outcome as the probe's; the
+// questions skip the model while it is half-open (breaker_open). Each
+// probe is an EventProbe; Status lists the probers; Close stops them.
+//
 // # Classification
 //
 //	outcome                                         breaker   next
