@@ -25,15 +25,17 @@
 // its permits in flight by the slice of time they started in (an eighth of
 // SlowCallDuration, at least 1ms), and counts those of a slice as slow
 // calls of the window once all of them have run that long (so at most one
-// slice late), then judges the rates. Its real outcome replaces the slow
-// mark: a success stays slow whatever its elapsed time, a failure counts
-// once, as a failure, an Ignored outcome takes the mark away; an outcome of
-// an earlier generation counts nowhere. So when a dependency hangs, the
+// slice late), then judges the rates. A call past the threshold is slow by
+// definition: its real outcome replaces the slow mark, a success (or an
+// Ignored outcome, such as a caller that gave up waiting) as a slow
+// success whatever its elapsed time, a failure once, as a failure; an
+// outcome of an earlier generation counts nowhere. So when a dependency hangs, the
 // slow-call rule trips the breaker about SlowCallDuration after
 // MinimumCalls calls started, before any returns; the next Allow, State or
 // Snapshot sees it. Snapshot.SlowInFlight counts such calls; Calls and
 // SlowCalls include them.
-// Ignored outcomes (a cancelled caller, a request at fault) count nowhere.
+// Ignored outcomes (a cancelled caller, a request at fault) count nowhere,
+// but for a call that ran for SlowCallDuration (below).
 // The rates are judged after every recorded outcome.
 //
 // OPEN rejects every call with ErrOpen for Config.OpenDuration. After that

@@ -109,8 +109,15 @@ func TestInFlightSlowCallReplacedByItsOutcome(t *testing.T) {
 	inFlight(h, 5, 1, 3, 2)
 	ps[2].Done(breaker.Success)
 	inFlight(h, 5, 1, 3, 1)
-	ps[3].Done(breaker.Ignored) // counts nowhere: its slow mark goes
-	inFlight(h, 4, 1, 2, 0)
+	ps[3].Done(breaker.Ignored) // past the threshold: still a slow call
+	inFlight(h, 5, 1, 3, 0)
+	late := grantN(h, 2)
+	h.clk.Advance(999 * time.Millisecond)
+	late[0].Done(breaker.Ignored) // before the threshold: counts nowhere
+	inFlight(h, 5, 1, 3, 0)
+	h.clk.Advance(time.Millisecond)
+	late[1].Report(breaker.Ignored, time.Second) // at the threshold, not yet counted in flight: slow
+	inFlight(h, 6, 1, 4, 0)
 	if got := h.b.SlowInFlight(); got != 0 {
 		t.Fatalf("SlowInFlight = %d, want 0", got)
 	}
@@ -165,7 +172,8 @@ func TestInFlightNotTrackedWithoutSlowRule(t *testing.T) {
 
 // TestInFlightConcurrentCountsSettle reports many calls from several
 // goroutines while the clock moves; once all are reported, nothing is left
-// in flight and every success or failure is counted exactly once.
+// in flight, every success or failure is counted exactly once, and an
+// ignored call at most once (as a slow call, if it ran past the threshold).
 func TestInFlightConcurrentCountsSettle(t *testing.T) {
 	cfg := inFlightConfig(time.Hour)
 	cfg.MinimumCalls = 1 << 20 // never judged: count only
@@ -174,14 +182,14 @@ func TestInFlightConcurrentCountsSettle(t *testing.T) {
 	const workers, calls = 8, 300
 	var wg sync.WaitGroup
 	var mu sync.Mutex
-	counted := 0
+	counted, ignored, failed := 0, 0, 0
 	for w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			r := rand.New(rand.NewPCG(uint64(w), 1))
 			var held []*breaker.Permit
-			n := 0
+			n, ign, fails := 0, 0, 0
 			for range calls {
 				p, err := h.b.Allow()
 				if err != nil {
@@ -195,8 +203,13 @@ func TestInFlightConcurrentCountsSettle(t *testing.T) {
 				for len(held) > 0 && r.IntN(2) == 0 {
 					k := r.IntN(len(held))
 					o := breaker.Outcome(r.IntN(3))
+					if o == breaker.Failure {
+						fails++
+					}
 					if o != breaker.Ignored {
 						n++
+					} else {
+						ign++
 					}
 					held[k].Done(o)
 					held = append(held[:k], held[k+1:]...)
@@ -208,12 +221,15 @@ func TestInFlightConcurrentCountsSettle(t *testing.T) {
 			}
 			mu.Lock()
 			counted += n
+			ignored += ign
+			failed += fails
 			mu.Unlock()
 		}()
 	}
 	wg.Wait()
 	s := h.b.Snapshot()
-	if s.SlowInFlight != 0 || s.Calls != counted {
-		t.Fatalf("slow in flight %d, calls %d; want 0, %d", s.SlowInFlight, s.Calls, counted)
+	if s.SlowInFlight != 0 || s.Calls < counted || s.Calls > counted+ignored || s.Failures != failed {
+		t.Fatalf("slow in flight %d, calls %d, failures %d; want 0, %d to %d, %d",
+			s.SlowInFlight, s.Calls, s.Failures, counted, counted+ignored, failed)
 	}
 }

@@ -145,15 +145,18 @@ func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration,
 	turned := m.sweep(now, false)
 	f := m.flights[p.id]
 	delete(m.flights, p.id)
-	old := f != nil && f.old
+	past := m.cfg.SlowCallDuration > 0 && elapsed >= m.cfg.SlowCallDuration || f != nil && f.old
+	if o == breaker.Ignored && m.tracksFlights() && past {
+		o = breaker.Success // slow by definition
+	}
 	if o == breaker.Ignored {
-		if turned || old {
+		if turned {
 			m.judgeFlights(now)
 		}
 		return
 	}
 	fail := o == breaker.Failure
-	slow := !fail && m.cfg.SlowCallDuration > 0 && (elapsed >= m.cfg.SlowCallDuration || old)
+	slow := !fail && past
 	m.outcomes = append(m.outcomes, modelOutcome{m.epoch(now), fail, slow})
 	if m.cfg.WindowDuration == 0 && len(m.outcomes) > m.cfg.Window {
 		m.outcomes = m.outcomes[1:]

@@ -71,9 +71,10 @@ func (p *Permit) ReportReason(o Outcome, elapsed time.Duration, why Reason) {
 // report settles permit pm. at (see since) is zero unless the window or
 // the in-flight count needs it.
 //
-// A call counted slow while in flight stays slow: a success is a slow
-// success whatever elapsed says, a failure replaces the slow mark, and an
-// ignored outcome takes it away.
+// With calls in flight counted, a call that ran for SlowCallDuration (or
+// was counted slow while in flight) is slow by definition: a success is a
+// slow success whatever elapsed says, an ignored outcome counts as one
+// too, and a failure replaces the slow mark.
 func (b *Breaker) report(pm *Permit, o Outcome, elapsed, at time.Duration, why Reason) {
 	p := pm.p
 	if pm.probe != 0 {
@@ -83,18 +84,20 @@ func (b *Breaker) report(pm *Permit, o Outcome, elapsed, at time.Duration, why R
 	if b.cur.Load() != p {
 		return // belongs to an earlier period
 	}
-	past := false
+	slow := b.needStart && elapsed >= b.cfg.SlowCallDuration
 	if live := p.w.live; live != nil {
 		turned := live.sweep(at)
-		past = live.end(pm.start)
-		if o >= Ignored && (turned > 0 || past) {
+		slow = live.end(pm.start) || slow
+		if o >= Ignored && slow {
+			o = Success
+		} else if o >= Ignored && turned > 0 {
 			b.judgeInFlight(p, at)
 		}
 	}
 	if o >= Ignored {
 		return // counts nowhere
 	}
-	slow := o == Success && b.needStart && (elapsed >= b.cfg.SlowCallDuration || past)
+	slow = slow && o == Success
 	trip := p.w.record(o == Failure, slow, at, &b.cfg)
 	if b.rec != nil {
 		b.rec.Record(o, slow)

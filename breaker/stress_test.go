@@ -47,7 +47,7 @@ func TestStress(t *testing.T) {
 		failed      atomic.Value
 		attempts    atomic.Int64 // calls asked for; paces the clock
 	)
-	type tally struct{ calls, failures int }
+	type tally struct{ calls, failures, ignored int }
 	tallies := make([]map[uint64]tally, workers) // reported CLOSED outcomes per generation, per worker
 
 	var wg sync.WaitGroup
@@ -82,11 +82,16 @@ func TestStress(t *testing.T) {
 					probeMu.Lock()
 					inFlight[gen]--
 					probeMu.Unlock()
-				} else if o != breaker.Ignored {
+				} else {
 					tl := tallies[w][gen]
-					tl.calls++
-					if o == breaker.Failure {
+					switch o {
+					case breaker.Ignored: // a slow call if it ran past the threshold
+						tl.ignored++
+					case breaker.Failure:
 						tl.failures++
+						tl.calls++
+					default:
+						tl.calls++
 					}
 					tallies[w][gen] = tl
 				}
@@ -129,10 +134,12 @@ func TestStress(t *testing.T) {
 	for _, m := range tallies {
 		want.calls += m[s.Generation].calls
 		want.failures += m[s.Generation].failures
+		want.ignored += m[s.Generation].ignored
 	}
-	if s.Calls != min(want.calls, breaker.MaxWindow) || s.Failures != want.failures {
-		t.Fatalf("generation %d holds %d calls, %d failures; its permits reported %d, %d",
-			s.Generation, s.Calls, s.Failures, want.calls, want.failures)
+	if s.Calls < min(want.calls, breaker.MaxWindow) || s.Calls > min(want.calls+want.ignored, breaker.MaxWindow) ||
+		s.Failures != want.failures || s.SlowInFlight != 0 {
+		t.Fatalf("generation %d holds %d calls, %d failures, %d slow in flight; its permits reported %d (and %d ignored), %d",
+			s.Generation, s.Calls, s.Failures, s.SlowInFlight, want.calls, want.ignored, want.failures)
 	}
 	if s.Trips == 0 {
 		t.Fatal("the storms never tripped the breaker")
