@@ -63,6 +63,16 @@ type Stage struct {
 	// Stream configures how the tier streams in Pipeline.Stream, if it is
 	// a tiers.StreamTier.
 	Stream StreamConfig
+	// HedgeAfter, if positive, hedges a model stage: a call that has not
+	// answered (streaming: sent no text) after that long is joined by a
+	// call of the next model stage, with what is left of the budget; the
+	// first answer wins and the other call is cancelled (its attempts end
+	// as OutcomeHedged). 0: no hedging.
+	HedgeAfter time.Duration
+	// HedgeBudget caps the hedges to this share of the stage's calls over
+	// its breaker's window while the breaker is closed and its window
+	// holds no failure or slow call; default 0.1, at most 1.
+	HedgeBudget float64
 }
 
 // KnowledgeBase is what the pipeline needs of a knowledge base: its version
@@ -212,8 +222,10 @@ type stage struct {
 	// through a shared store would otherwise turn every failure into
 	// ErrExhausted).
 	lastResort bool
-	last       bool       // the last stage, called whatever the budget leaves
-	guard      quotaGuard // the outermost of the stage's guards (see compose)
+	last       bool         // the last stage, called whatever the budget leaves
+	hedgeTo    *stage       // the stage hedging this one (Stage.HedgeAfter); nil: not hedged
+	hb         *hedgeBudget // the hedges' budget, when hedged
+	guard      quotaGuard   // the outermost of the stage's guards (see compose)
 }
 
 // docsWanter is a tier that retrieves documents: the Memo retrieves the
@@ -286,6 +298,11 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Condenser != nil {
 		p.condenser = opts.Condenser
 		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
+	}
+	for i, s := range p.stages {
+		if s.hedgeTo = p.hedgeTo(i); s.hedgeTo != nil {
+			s.hb = newHedgeBudget(s.HedgeBudget, s.breaker.Config())
+		}
 	}
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
