@@ -202,6 +202,7 @@ type Pipeline struct {
 	storeHealth breaker.Store
 	closers     []io.Closer
 	flights     flightGroup
+	streams     streamFlights // the stream flights taking callers
 	inflight    inflightGate // the questions in flight, until Close
 	tracer      trace.Tracer // nil: no spans
 }
