@@ -203,8 +203,8 @@ type Pipeline struct {
 	closers     []io.Closer
 	flights     flightGroup
 	streams     streamFlights // the stream flights taking callers
-	inflight    inflightGate // the questions in flight, until Close
-	tracer      trace.Tracer // nil: no spans
+	inflight    inflightGate  // the questions in flight, until Close
+	tracer      trace.Tracer  // nil: no spans
 }
 
 // stage is a Stage ready to run: its tier with the guards composed around
