@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -39,9 +40,9 @@ type streamFlight struct {
 
 	mu     sync.Mutex // guards the fields below
 	events []StreamEvent
-	text   int           // bytes of text in events
-	wake   chan struct{} // closed, and replaced, at each event and at the end
-	subs   int           // callers reading the log
+	text   int             // bytes of text in events
+	kicks  []chan struct{} // one per caller reading the log (room for one): kicked at each event and at the end
+	subs   int             // callers reading the log
 	done   bool          // the run ended, with res and err
 	res    *Result
 	err    error
@@ -58,11 +59,12 @@ type streamFlights struct {
 func (p *Pipeline) streamShared(ctx context.Context, q tiers.Query, degraded bool, start time.Time,
 	fn func(StreamEvent) error) (*Result, error) {
 	key := flightKey(q, degraded)
-	f, leads := p.streams.join(key, q.Tenant)
+	kick := make(chan struct{}, 1)
+	f, leads := p.streams.join(key, q.Tenant, kick)
 	if leads {
 		p.launch(ctx, f, q, degraded, start)
 	}
-	return f.follow(ctx, fn, leads, p)
+	return f.follow(ctx, fn, kick, leads, p)
 }
 
 // launch starts the run of flight f, the flight of q led by a caller with
@@ -83,22 +85,24 @@ func (p *Pipeline) launch(ctx context.Context, f *streamFlight, q tiers.Query, d
 	}()
 }
 
-// join returns the flight of key that takes callers, counting the caller
-// in; leads is set when the caller starts a new one, whose run it must
-// launch.
-func (g *streamFlights) join(key, tenant string) (f *streamFlight, leads bool) {
+// join returns the flight of key that takes callers, counting the caller,
+// kicked by kick, in; leads is set when the caller starts a new one, whose
+// run it must launch.
+func (g *streamFlights) join(key, tenant string, kick chan struct{}) (f *streamFlight, leads bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if f = g.m[key]; f != nil {
 		f.mu.Lock()
 		f.subs++
+		f.kicks = append(f.kicks, kick)
 		f.mu.Unlock()
 		return f, false
 	}
 	if g.m == nil {
 		g.m = make(map[string]*streamFlight)
 	}
-	f = &streamFlight{g: g, key: key, tenant: tenant, subs: 1, wake: make(chan struct{}), ended: make(chan struct{})}
+	f = &streamFlight{g: g, key: key, tenant: tenant, subs: 1, kicks: []chan struct{}{kick},
+		events: make([]StreamEvent, 0, 16), ended: make(chan struct{})}
 	g.m[key] = f
 	return f, true
 }
@@ -123,8 +127,7 @@ func (f *streamFlight) append(e StreamEvent) error {
 	f.events = append(f.events, e)
 	f.text += len(e.Text)
 	full := f.text > maxFlightLog
-	close(f.wake)
-	f.wake = make(chan struct{})
+	f.kickLocked()
 	f.mu.Unlock()
 	if full {
 		f.g.drop(f)
@@ -137,18 +140,29 @@ func (f *streamFlight) finish(res *Result, err error) {
 	f.g.drop(f)
 	f.mu.Lock()
 	f.done, f.res, f.err = true, res, err
-	close(f.wake)
+	f.kickLocked()
 	f.mu.Unlock()
+}
+
+// kickLocked tells each caller reading the log that it changed; it
+// requires f.mu.
+func (f *streamFlight) kickLocked() {
+	for _, k := range f.kicks {
+		select {
+		case k <- struct{}{}:
+		default: // kicked already
+		}
+	}
 }
 
 // follow sends the flight's events to fn, from the first, until the run
 // ends, ctx ends or fn fails; leads tells the caller that started the run,
 // whose Result is the run's own (the others get a copy marked Shared).
-func (f *streamFlight) follow(ctx context.Context, fn func(StreamEvent) error, leads bool, p *Pipeline) (*Result, error) {
-	defer f.leave()
+func (f *streamFlight) follow(ctx context.Context, fn func(StreamEvent) error, kick chan struct{}, leads bool, p *Pipeline) (*Result, error) {
+	defer f.leave(kick)
 	for next := 0; ; {
 		f.mu.Lock()
-		events, wake, done, res, err := f.events[next:], f.wake, f.done, f.res, f.err
+		events, done, res, err := f.events[next:], f.done, f.res, f.err
 		f.mu.Unlock()
 		for _, e := range events {
 			next++
@@ -176,17 +190,18 @@ func (f *streamFlight) follow(ctx context.Context, fn func(StreamEvent) error, l
 			return res, err
 		}
 		select {
-		case <-wake:
+		case <-kick:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
 	}
 }
 
-// leave counts a caller out. The last one cancels the run, if it is still
-// going, and waits for it to end.
-func (f *streamFlight) leave() {
+// leave counts the caller kicked by kick out. The last one cancels the
+// run, if it is still going, and waits for it to end.
+func (f *streamFlight) leave(kick chan struct{}) {
 	f.mu.Lock()
+	f.kicks = slices.DeleteFunc(f.kicks, func(k chan struct{}) bool { return k == kick })
 	f.subs--
 	last := f.subs == 0
 	f.mu.Unlock()
