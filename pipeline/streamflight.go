@@ -43,7 +43,7 @@ type streamFlight struct {
 	text   int             // bytes of text in events
 	kicks  []chan struct{} // one per caller reading the log (room for one): kicked at each event and at the end
 	subs   int             // callers reading the log
-	done   bool          // the run ended, with res and err
+	done   bool            // the run ended, with res and err
 	res    *Result
 	err    error
 }
