@@ -117,6 +117,8 @@ type SettingReport struct {
 	LateQuestions int           `json:"late_questions"`
 	MaxLag        time.Duration `json:"max_lag"`
 	Goals         []Goal        `json:"goals"`
+	// FirstWave is set for a scenario whose configuration hedges a tier.
+	FirstWave *FirstWave `json:"first_wave,omitempty"`
 	Samples       []Point       `json:"samples"` // every measured question, for the chart
 	Note          string        `json:"note,omitempty"`
 	// Warnings say what a reader must know before trusting the figures:

@@ -64,6 +64,10 @@ type trace struct {
 	peakHeap    uint64
 	maxPerOpen  int // failure_threshold + half_open_max_calls of the failing models
 	note        string
+	calls       []modelCall     // the pipeline's model calls
+	hedges      []time.Duration // when each hedged call started
+	firstWave   *FirstWave      // set for a scenario that hedges a tier
+	hedgeAfter  time.Duration   // the scenario's hedge_after
 }
 
 // summarize turns a trace into a SettingReport; windows are the failing
@@ -128,6 +132,9 @@ func summarize(tr *trace, windows []Window) *SettingReport {
 	worst := 0
 	r.OpenPeriods, worst = openPeriods(tr, windows)
 	r.Goals = goals(r, worst, len(windows) > 0)
+	if r.FirstWave = tr.firstWave; r.FirstWave != nil {
+		r.Goals = append(r.Goals, firstWaveGoals(r, tr.hedgeAfter)...)
+	}
 	r.Warnings = warnings(r)
 	return r
 }

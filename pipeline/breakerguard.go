@@ -32,7 +32,7 @@ func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) 
 	case err == errSkipped:
 		permit.Done(breaker.Ignored)
 	case c.kind == kindHedged:
-		permit.Report(hedgedOutcome(g.b, c.elapsed-c.retrieving), c.elapsed-c.retrieving)
+		permit.Report(hedgedOutcome(g.b, permit.Probe(), c.elapsed-c.retrieving), c.elapsed-c.retrieving)
 	default:
 		permit.ReportReason(outcomeOf(c.kind), c.elapsed-c.retrieving, reasonOf(c.kind, c.why))
 	}

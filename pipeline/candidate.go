@@ -104,7 +104,7 @@ func (r *run) finish(cc *candidateCall, err error, u tiers.Usage, span trace.Spa
 	}
 	o := outcomeOf(kind)
 	if kind == kindHedged {
-		o = hedgedOutcome(r.p.models[cc.id], elapsed)
+		o = hedgedOutcome(r.p.models[cc.id], cc.permit.Probe(), elapsed)
 	}
 	cc.permit.ReportReason(o, elapsed, reasonOf(kind, at.Error))
 	endModel(span, at)

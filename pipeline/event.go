@@ -71,7 +71,7 @@ const (
 	EventRateLimited                           // a question was over a rate limit (Reason: "global" or "tenant")
 	EventBulkheadRejected                      // a bulkhead turned a call away (Tier)
 	EventCache                                 // a cache lookup (Tier, Reason: "hit", "miss", "stale")
-	EventHedge                                 // a hedged stage's call was hedged (Tier: the hedged stage, Reason: "true" if the hedge won, else "false")
+	EventHedge                                 // a hedged stage's call was hedged (Tier: the hedged stage, Reason: "true" if the hedge won, else "false"; Attempt.Duration: from the hedged call's start to the end)
 )
 
 // Event is one thing that happened in the pipeline, for metrics and logs.

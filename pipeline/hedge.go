@@ -15,7 +15,8 @@ import (
 // first text) wins and the other call is cancelled. The loser's attempts
 // end as "hedged": a cancelled call its breakers count as slow if it ran
 // past their slow_call_duration and ignore otherwise (it did not fail).
-// Both calls run on goroutines of their own; the question's goroutine
+// A hedge the budget (hedgeBudget) refuses is asked again every
+// hedgeRecheck while the call runs. Both calls run on goroutines of their own; the question's goroutine
 // waits for them, and sends the winner's text, so that a stream's receiver
 // is still called on it. The question returns only when both have ended.
 
@@ -81,6 +82,7 @@ func (p *Pipeline) hedgeTo(i int) *stage {
 // hedge stage was called too (the stage loop then goes on after it).
 func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried bool, err error) {
 	h := &hedge{qn: qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
+	t0 := time.Now()
 	h.start(0, s)
 	timer := time.NewTimer(s.HedgeAfter)
 	defer timer.Stop()
@@ -88,9 +90,13 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 	for running := 1; running > 0; {
 		select {
 		case <-timer.C:
-			if h.winner == nil && qn.run.stream.wants(to) && s.hb.take(s.breaker) {
+			switch {
+			case h.winner != nil || !qn.run.stream.wants(to):
+			case s.hb.take(s.breaker):
 				h.start(1, to)
 				running++
+			default: // over the budget: asked again while the call runs
+				timer.Reset(hedgeRecheck(s.HedgeAfter))
 			}
 		case d := <-h.deltas:
 			h.deliver(d)
@@ -110,10 +116,16 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 		}
 	}
 	if h.legs[1] != nil {
-		qn.run.p.emit(Event{Kind: EventHedge, Tenant: qn.q.Tenant, Tier: s.name, Reason: wonReason(h.winner == h.legs[1])})
+		qn.run.p.emit(Event{Kind: EventHedge, Tenant: qn.q.Tenant, Tier: s.name, Reason: wonReason(h.winner == h.legs[1]),
+			Attempt: Attempt{Tier: s.name, Duration: time.Since(t0)}})
 	}
 	return last.a, last.l.s, h.legs[1] != nil, last.err
 }
+
+// hedgeRecheck is how long a hedge the budget refused waits before it
+// asks again: a tenth of hedge_after, at least 10ms. The budget opens
+// once the stage's breaker hears of trouble (a slow or failed call).
+func hedgeRecheck(after time.Duration) time.Duration { return max(after/10, 10*time.Millisecond) }
 
 // wonReason is the Reason of an EventHedge: "true" when the hedge won.
 func wonReason(won bool) string {
@@ -186,13 +198,21 @@ func (h *hedge) win(l *hedgeLeg) {
 // hedgedOutcome is what breaker b hears of a call cancelled after elapsed
 // because the other call of its hedge won: slow if it ran past b's
 // slow_call_duration (reported as a success of that length, which b
-// counts as slow), else nothing.
-func hedgedOutcome(b *breaker.Breaker, elapsed time.Duration) breaker.Outcome {
+// counts as slow), else nothing. A half-open probe that ran past it is a
+// failure: a success, however slow, would close the breaker of a model
+// that has not answered.
+func hedgedOutcome(b *breaker.Breaker, probe bool, elapsed time.Duration) breaker.Outcome {
 	if b == nil {
 		return breaker.Ignored
 	}
 	cfg := b.Config()
-	if cfg.SlowCallDuration > 0 && cfg.SlowCallRate > 0 && elapsed >= cfg.SlowCallDuration {
+	if cfg.SlowCallDuration <= 0 || elapsed < cfg.SlowCallDuration {
+		return breaker.Ignored
+	}
+	switch {
+	case probe:
+		return breaker.Failure
+	case cfg.SlowCallRate > 0:
 		return breaker.Success
 	}
 	return breaker.Ignored

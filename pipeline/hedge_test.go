@@ -250,3 +250,26 @@ func TestHedgeStream(t *testing.T) {
 		})
 	}
 }
+
+// TestHedgeLosingProbeReopens: a half-open probe that lost its hedge past
+// slow_call_duration re-opens the breaker; a slow success would have
+// closed it though the model never answered.
+func TestHedgeLosingProbeReopens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		br := breaker.Config{SlowCallDuration: 2 * time.Second, SlowCallRate: 0.9, OpenDuration: 10 * time.Second}
+		primary := &slowTier{first: time.Hour}
+		h := newHedgeRig(t, primary, &slowTier{first: 500 * time.Millisecond}, 2500*time.Millisecond, br)
+		b, _ := h.p.Breakers().Lookup("tier/primary")
+		b.Trip()
+		h.p.clock.(interface{ Advance(time.Duration) time.Time }).Advance(11 * time.Second)
+		if s := b.State(); s != breaker.StateHalfOpen {
+			t.Fatalf("state %v, want half-open", s)
+		}
+		if res := ask(t, h.p, "q"); res.Source != tiers.SourceFallback || primary.calls.Load() != 1 {
+			t.Fatalf("answered by %s, %d primary calls", res.Source, primary.calls.Load())
+		}
+		if s := b.State(); s != breaker.StateOpen {
+			t.Fatalf("state %v after the probe lost its hedge at 3s, want open", s)
+		}
+	})
+}
