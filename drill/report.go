@@ -119,8 +119,8 @@ type SettingReport struct {
 	Goals         []Goal        `json:"goals"`
 	// FirstWave is set for a scenario whose configuration hedges a tier.
 	FirstWave *FirstWave `json:"first_wave,omitempty"`
-	Samples       []Point       `json:"samples"` // every measured question, for the chart
-	Note          string        `json:"note,omitempty"`
+	Samples   []Point    `json:"samples"` // every measured question, for the chart
+	Note      string     `json:"note,omitempty"`
 	// Warnings say what a reader must know before trusting the figures:
 	// that every question failed, or that the load driver fell behind.
 	Warnings []string `json:"warnings,omitempty"`
