@@ -42,6 +42,16 @@ func BenchmarkTimeWindow(b *testing.B) {
 	})
 }
 
+// BenchmarkSlowCalls is Allow plus a report with slow calls tracked (a 1s
+// SlowCallDuration), which counts every call in flight until it reports.
+func BenchmarkSlowCalls(b *testing.B) {
+	cfg := breaker.Config{SlowCallDuration: time.Second}
+	b.Run("serial", func(b *testing.B) { benchOurs(b, cfg, false) })
+	b.Run("parallel", func(b *testing.B) { benchOurs(b, cfg, true) })
+	cfg.WindowDuration = 10 * time.Second
+	b.Run("time-window", func(b *testing.B) { benchOurs(b, cfg, true) })
+}
+
 func benchOurs(b *testing.B, cfg breaker.Config, parallel bool) {
 	br := breaker.New("bench", cfg)
 	once := func() {

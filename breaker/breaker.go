@@ -91,7 +91,7 @@ func New(name string, cfg Config) *Breaker {
 	}
 	b.sysClock = cfg.Clock == clock.System
 	b.origin = b.now()
-	b.cur.Store(&period{state: StateClosed, w: newWindow(&b.cfg)})
+	b.cur.Store(&period{state: StateClosed, w: b.newPeriodWindow()})
 	if bd, ok := cfg.Store.(Binder); ok {
 		b.rec = bd.Bind(b)
 	}
@@ -136,7 +136,7 @@ func (b *Breaker) Allow() (Permit, error) {
 	p := b.cur.Load()
 	if p.state == StateClosed {
 		if b.needStart {
-			return Permit{b: b, p: p, start: b.since()}, nil
+			return b.grant(p, b.since())
 		}
 		return Permit{b: b, p: p}, nil
 	}
@@ -144,24 +144,35 @@ func (b *Breaker) Allow() (Permit, error) {
 		b.rejected.Add(1) // OPEN and staying so: reject without the lock
 		return Permit{}, ErrOpen
 	}
-	return b.allowSlow()
+	return b.allowSlow(false)
 }
 
-// allowSlow is Allow for OPEN and HALF_OPEN periods.
-func (b *Breaker) allowSlow() (Permit, error) {
+// allowSlow is Allow for OPEN and HALF_OPEN periods, and AllowProbe if
+// prober.
+func (b *Breaker) allowSlow(prober bool) (Permit, error) {
 	now := b.now()
 	b.mu.Lock()
 	p, changed := b.advanceLocked(now)
-	switch p.state {
-	case StateClosed: // closed by another goroutine meanwhile
+	var refuse error
+	switch {
+	case p.state == StateClosed && prober:
+		refuse = ErrNoProbe
+	case p.state == StateClosed: // closed by another goroutine meanwhile
 		b.mu.Unlock()
 		b.deliverIf(changed)
-		return Permit{b: b, p: p, start: now.Sub(b.origin)}, nil
-	case StateOpen:
+		return b.grant(p, now.Sub(b.origin))
+	case p.state == StateOpen:
+		refuse = ErrOpen
+	case b.cfg.ActiveProbes && !prober:
+		refuse = ErrProbing
+	}
+	if refuse != nil {
 		b.mu.Unlock()
-		b.rejected.Add(1)
+		if refuse != ErrNoProbe {
+			b.rejected.Add(1)
+		}
 		b.deliverIf(changed)
-		return Permit{}, ErrOpen
+		return Permit{}, refuse
 	}
 	p.expireLocked(now)
 	if len(p.probes) >= b.cfg.HalfOpenMaxCalls || p.acquiring {
@@ -237,9 +248,13 @@ func (p *period) removeLocked(id uint64) (time.Time, bool) {
 }
 
 // State returns the current state. An OPEN breaker whose open time is up
-// reads, and becomes, HALF_OPEN.
+// reads, and becomes, HALF_OPEN; a CLOSED one whose calls in flight have
+// turned slow enough to cross the slow-call rate reads, and becomes, OPEN.
 func (b *Breaker) State() State {
 	p := b.cur.Load()
+	if p.state == StateClosed && b.sweepInFlight(p, b.since()) {
+		p = b.cur.Load()
+	}
 	if p.state != StateOpen {
 		return p.state
 	}
@@ -263,7 +278,10 @@ type Snapshot struct {
 
 	// Calls, Failures and SlowCalls count the outcomes in the current
 	// window while CLOSED; while HALF_OPEN, Calls counts successful probes.
+	// While CLOSED, SlowInFlight counts the calls in flight for
+	// SlowCallDuration or more, which Calls and SlowCalls include.
 	Calls, Failures, SlowCalls int
+	SlowInFlight               int
 	FailureRate, SlowCallRate  float64 // Failures/Calls and SlowCalls/Calls, 0 without calls
 	ConsecutiveFailures        int
 	OpenUntil                  time.Time // zero unless OPEN
@@ -278,6 +296,9 @@ type Snapshot struct {
 // Snapshot returns the breaker's state and counters.
 func (b *Breaker) Snapshot() Snapshot {
 	now := b.now()
+	if p := b.cur.Load(); p.state == StateClosed {
+		b.sweepInFlight(p, now.Sub(b.origin))
+	}
 	b.mu.Lock()
 	p, changed := b.advanceLocked(now)
 	s := Snapshot{
@@ -292,6 +313,9 @@ func (b *Breaker) Snapshot() Snapshot {
 	case StateClosed:
 		n := p.w.counts(now.Sub(b.origin))
 		s.Calls, s.Failures, s.SlowCalls = int(n.calls), int(n.failures), int(n.slow)
+		if p.w.live != nil {
+			s.SlowInFlight = int(p.w.live.slowCount())
+		}
 		s.ConsecutiveFailures = int(p.w.consec.Load())
 	case StateOpen:
 		s.OpenUntil = p.openUntil

@@ -84,6 +84,12 @@ type Config struct {
 	// but at least one second.
 	ProbeTimeout time.Duration
 
+	// ActiveProbes, if true, leaves the half-open probes to a prober that
+	// asks for them with AllowProbe: Allow refuses every call while
+	// HALF_OPEN, with ErrProbing, so that no caller's call is used to
+	// test recovery.
+	ActiveProbes bool
+
 	// Clock tells the time. nil means clock.System.
 	Clock clock.Clock
 

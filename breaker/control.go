@@ -12,7 +12,7 @@ func (b *Breaker) setLocked(p *period, to State, openUntil time.Time, publish bo
 	n := &period{state: to, gen: p.gen + 1}
 	switch to {
 	case StateClosed:
-		n.w = newWindow(&b.cfg)
+		n.w = b.newPeriodWindow()
 		b.openFor = b.cfg.OpenDuration
 	case StateOpen:
 		n.openUntil = openUntil

@@ -20,6 +20,9 @@ func FuzzBreaker(f *testing.F) {
 	f.Add(uint32(0x0f0f0f), []byte{0, 3, 0, 200, 0, 3, 1, 0, 2, 5, 0, 1, 1, 0, 1, 1, 2, 50, 0, 4, 2, 1, 4})
 	f.Add(uint32(0x777777), []byte{0, 0, 1, 1, 1, 1, 2, 3, 0, 1, 1, 2, 100, 0, 0, 0, 1, 0, 0, 1, 1, 0, 4})
 	f.Add(uint32(0xa5a5a5), []byte{0, 1, 1, 0, 1, 1, 0, 1, 1, 2, 15, 0, 0, 0, 1, 0, 1, 1, 0, 2, 40, 4, 0, 1, 0, 4})
+	// Calls in flight past the slow-call threshold, reported late.
+	f.Add(uint32(0x10000), []byte{0, 0, 0, 2, 4, 4, 0, 4})
+	f.Add(uint32(0x100fc), []byte{0, 0, 0, 0, 2, 3, 4, 1, 0, 1, 3, 1, 0, 0, 4, 0, 0, 0, 0, 2, 1, 4, 3, 2, 2, 0, 4})
 	f.Fuzz(func(t *testing.T, knobs uint32, ops []byte) {
 		clk := clock.NewManual(t0)
 		b := breaker.New("fuzz", fuzzConfig(knobs, clk))

@@ -23,6 +23,8 @@ type model struct {
 	// CLOSED
 	outcomes []modelOutcome // oldest first
 	consec   int
+	flights  map[int]*modelFlight // permits granted and not reported, by id
+	nextCall int
 	// OPEN
 	openUntil time.Time
 	// HALF_OPEN
@@ -36,6 +38,13 @@ type modelOutcome struct {
 	fail, slow bool
 }
 
+// modelFlight is a CLOSED permit in flight; old says it has been counted
+// as slow.
+type modelFlight struct {
+	start time.Time
+	old   bool
+}
+
 type modelPermit struct {
 	gen   uint64
 	probe bool
@@ -45,13 +54,14 @@ type modelPermit struct {
 }
 
 func newModel(cfg breaker.Config, now time.Time) *model {
-	return &model{cfg: cfg, origin: now, openFor: cfg.OpenDuration}
+	return &model{cfg: cfg, origin: now, openFor: cfg.OpenDuration, flights: map[int]*modelFlight{}}
 }
 
 func (m *model) set(s breaker.State, now time.Time) {
 	m.state = s
 	m.gen++
 	m.outcomes, m.consec, m.openUntil = nil, 0, time.Time{}
+	m.flights = map[int]*modelFlight{}
 	m.probes, m.successes = map[int]time.Time{}, 0
 	switch s {
 	case breaker.StateOpen:
@@ -78,8 +88,13 @@ func (m *model) expire(now time.Time) {
 }
 
 func (m *model) allow(now time.Time) (modelPermit, error) {
+	m.sweep(now, true)
 	if m.state == breaker.StateClosed {
-		return modelPermit{gen: m.gen, start: now}, nil
+		m.nextCall++
+		if m.tracksFlights() {
+			m.flights[m.nextCall] = &modelFlight{start: now}
+		}
+		return modelPermit{gen: m.gen, id: m.nextCall, start: now}, nil
 	}
 	m.advance(now)
 	if m.state == breaker.StateOpen {
@@ -127,11 +142,18 @@ func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration,
 		}
 		return
 	}
+	turned := m.sweep(now, false)
+	f := m.flights[p.id]
+	delete(m.flights, p.id)
+	old := f != nil && f.old
 	if o == breaker.Ignored {
+		if turned || old {
+			m.judgeFlights(now)
+		}
 		return
 	}
 	fail := o == breaker.Failure
-	slow := !fail && m.cfg.SlowCallDuration > 0 && elapsed >= m.cfg.SlowCallDuration
+	slow := !fail && m.cfg.SlowCallDuration > 0 && (elapsed >= m.cfg.SlowCallDuration || old)
 	m.outcomes = append(m.outcomes, modelOutcome{m.epoch(now), fail, slow})
 	if m.cfg.WindowDuration == 0 && len(m.outcomes) > m.cfg.Window {
 		m.outcomes = m.outcomes[1:]
@@ -157,6 +179,64 @@ func (m *model) report(p *modelPermit, o breaker.Outcome, elapsed time.Duration,
 	m.set(breaker.StateOpen, now)
 }
 
+// tracksFlights says whether calls in flight are counted slow.
+func (m *model) tracksFlights() bool { return m.cfg.SlowCallDuration > 0 && m.cfg.SlowCallRate > 0 }
+
+// slice is the number of the in-flight slice holding now: the slow-call
+// duration is cut in eight slices of at least a millisecond, and a call
+// counts as slow once it started a whole duration plus one slice before
+// the current slice began.
+func (m *model) slice(now time.Time) (slice, age int64) {
+	g := max(m.cfg.SlowCallDuration/8, time.Millisecond)
+	age = int64((m.cfg.SlowCallDuration+g-1)/g) + 1
+	return int64(now.Sub(m.origin) / g), age
+}
+
+// sweep marks the calls in flight that have turned slow by now and
+// reports whether there were any; if judge, such calls are judged at once.
+func (m *model) sweep(now time.Time, judge bool) bool {
+	if m.state != breaker.StateClosed || !m.tracksFlights() {
+		return false
+	}
+	h, age := m.slice(now)
+	turned := false
+	for _, f := range m.flights {
+		if s, _ := m.slice(f.start); !f.old && s <= h-age {
+			f.old, turned = true, true
+		}
+	}
+	if turned && judge {
+		m.judgeFlights(now)
+	}
+	return turned
+}
+
+// judgeFlights trips the breaker if the window, with the calls in flight
+// counted slow, crosses a rate.
+func (m *model) judgeFlights(now time.Time) {
+	calls, failures, slows := m.counts(now)
+	if !m.cfg.Exceeded(calls, failures, slows) {
+		return
+	}
+	cause := breaker.CauseSlowCallRate
+	if m.cfg.FailureRate > 0 && float64(failures)/float64(calls) >= m.cfg.FailureRate {
+		cause = breaker.CauseFailureRate
+	}
+	m.lastTrip = breaker.TripReason{Cause: cause, Kind: "slow_in_flight", Message: "calls in flight for slow_call_duration", At: now}
+	m.set(breaker.StateOpen, now)
+}
+
+// slowInFlight counts the calls in flight counted slow.
+func (m *model) slowInFlight() int {
+	n := 0
+	for _, f := range m.flights {
+		if f.old {
+			n++
+		}
+	}
+	return n
+}
+
 func (m *model) epoch(now time.Time) int64 {
 	if m.cfg.WindowDuration == 0 {
 		return 0
@@ -179,7 +259,8 @@ func (m *model) counts(now time.Time) (calls, failures, slow int) {
 			slow++
 		}
 	}
-	return calls, failures, slow
+	n := m.slowInFlight()
+	return calls + n, failures, slow + n
 }
 
 func (m *model) trip(now time.Time) {
@@ -196,6 +277,7 @@ func (m *model) reset() { m.set(breaker.StateClosed, time.Time{}) }
 
 func (m *model) check(t *testing.T, at string, s breaker.Snapshot, now time.Time) {
 	t.Helper()
+	m.sweep(now, true)
 	m.advance(now)
 	want := breaker.Snapshot{
 		Name: "fuzz", State: m.state, Generation: m.gen, Trips: m.trips, Rejected: m.rejected,
@@ -205,6 +287,7 @@ func (m *model) check(t *testing.T, at string, s breaker.Snapshot, now time.Time
 	case breaker.StateClosed:
 		want.Calls, want.Failures, want.SlowCalls = m.counts(now)
 		want.ConsecutiveFailures = m.consec
+		want.SlowInFlight = m.slowInFlight()
 	case breaker.StateHalfOpen:
 		m.expire(now)
 		want.ProbesInFlight = len(m.probes)

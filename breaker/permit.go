@@ -46,7 +46,7 @@ func (p *Permit) DoneReason(o Outcome, why Reason) {
 		at = b.since()
 		elapsed = at - p.start
 	}
-	b.report(p.p, p.probe, o, elapsed, at, why)
+	b.report(p, o, elapsed, at, why)
 }
 
 // Report reports the call's outcome with a duration the caller measured
@@ -62,23 +62,39 @@ func (p *Permit) ReportReason(o Outcome, elapsed time.Duration, why Reason) {
 	p.done = true
 	b := p.b
 	var at time.Duration
-	if b.timeWin {
+	if b.timeWin || p.p.w != nil && p.p.w.live != nil {
 		at = b.since()
 	}
-	b.report(p.p, p.probe, o, elapsed, at, why)
+	b.report(p, o, elapsed, at, why)
 }
 
-// report settles one permit of period p. at (see since) is zero unless the
-// window needs it.
-func (b *Breaker) report(p *period, probe uint64, o Outcome, elapsed, at time.Duration, why Reason) {
-	if probe != 0 {
-		b.reportProbe(p, probe, o, why)
+// report settles permit pm. at (see since) is zero unless the window or
+// the in-flight count needs it.
+//
+// A call counted slow while in flight stays slow: a success is a slow
+// success whatever elapsed says, a failure replaces the slow mark, and an
+// ignored outcome takes it away.
+func (b *Breaker) report(pm *Permit, o Outcome, elapsed, at time.Duration, why Reason) {
+	p := pm.p
+	if pm.probe != 0 {
+		b.reportProbe(p, pm.probe, o, why)
 		return
 	}
-	if o >= Ignored || b.cur.Load() != p {
-		return // counts nowhere, or belongs to an earlier period
+	if b.cur.Load() != p {
+		return // belongs to an earlier period
 	}
-	slow := o == Success && b.needStart && elapsed >= b.cfg.SlowCallDuration
+	past := false
+	if live := p.w.live; live != nil {
+		turned := live.sweep(at)
+		past = live.end(pm.start)
+		if o >= Ignored && (turned > 0 || past) {
+			b.judgeInFlight(p, at)
+		}
+	}
+	if o >= Ignored {
+		return // counts nowhere
+	}
+	slow := o == Success && b.needStart && (elapsed >= b.cfg.SlowCallDuration || past)
 	trip := p.w.record(o == Failure, slow, at, &b.cfg)
 	if b.rec != nil {
 		b.rec.Record(o, slow)

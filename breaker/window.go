@@ -47,6 +47,8 @@ type window struct {
 	buckets []bucket // time mode: ring indexed by epoch % len
 	head    atomic.Int64
 	advance sync.Mutex // serializes moving head; taken once per bucket width
+
+	live *inflight // calls in flight, if the breaker counts slow ones before they return; nil otherwise
 }
 
 // bucket is one slice of a time window. epoch says which slice it holds.
@@ -143,6 +145,9 @@ func (w *window) record(fail, slow bool, at time.Duration, c *Config) bool {
 // remembers the bucket of its last judgement on MinimumCalls calls, and
 // within one bucket calls only grow.
 func (w *window) mayTrip(code uint32, seq uint64, e int64, c *Config) bool {
+	if w.live != nil && w.live.slowCount() > 0 {
+		return true // calls in flight count too: judge while any is slow
+	}
 	if w.slots != nil {
 		if w.failures.Load() == 0 && w.slow.Load() == 0 {
 			return false
@@ -282,12 +287,24 @@ func (w *window) rewindTo(e int64) int64 {
 	return e
 }
 
-// counts returns what the window holds at time at. Buckets that have
+// counts returns what the window holds at time at, plus the calls in
+// flight for SlowCallDuration, counted as slow calls. Buckets that have
 // expired by then are left out even if no call has moved the window yet.
 // A time a whole window or more behind the head (the clock stepped back)
 // finds the window empty, as the next outcome will (see rewindTo); a time
 // less far behind counts up to the head.
 func (w *window) counts(at time.Duration) counts {
+	c := w.outcomes(at)
+	if w.live != nil {
+		n := w.live.slowCount()
+		c.calls += n
+		c.slow += n
+	}
+	return c
+}
+
+// outcomes is counts without the calls in flight.
+func (w *window) outcomes(at time.Duration) counts {
 	if w.slots != nil {
 		// The counters are read before seq: an outcome's seq is counted
 		// before its failure or slow mark, so calls then covers every mark

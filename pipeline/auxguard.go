@@ -88,5 +88,5 @@ func (p *Pipeline) auxBreaker(id string, store breaker.Store) *breaker.Breaker {
 	if b := p.models[id]; b != nil {
 		return b
 	}
-	return p.breakers.GetWith("model/"+id, p.breakerConfig(breaker.Config{Store: store}))
+	return p.breakers.GetWith("model/"+id, p.modelConfig(id, breaker.Config{Store: store}))
 }

@@ -43,7 +43,7 @@ func (g *candidateGuard) Acquire(ctx context.Context, tier string, m tiers.Candi
 	}
 	b := p.models[m.ID]
 	if b == nil { // a candidate New did not see: the stage's settings
-		b = p.breakers.GetWith("model/"+m.ID, p.breakerConfig(g.stage.Breaker))
+		b = p.breakers.GetWith("model/"+m.ID, p.modelConfig(m.ID, g.stage.Breaker))
 	}
 	// The candidates of a run are called one after another: the run's
 	// slot holds the call under way, and its release is made once per

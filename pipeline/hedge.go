@@ -63,8 +63,18 @@ type hedge struct {
 	winner *hedgeLeg // the leg whose answer or text came first
 }
 
-// hedgeTo returns the stage hedging s, the next model stage after it, or
-// nil when s is not hedged.
+// readyHedges gives each hedged stage the stage hedging it and its
+// budget.
+func (p *Pipeline) readyHedges() {
+	for i, s := range p.stages {
+		if s.hedgeTo = p.hedgeTo(i); s.hedgeTo != nil {
+			s.hb = newHedgeBudget(s.HedgeBudget, s.breaker.Config())
+		}
+	}
+}
+
+// hedgeTo returns the stage hedging stage i, the next model stage after
+// it, or nil when stage i is not hedged.
 func (p *Pipeline) hedgeTo(i int) *stage {
 	if p.stages[i].HedgeAfter <= 0 {
 		return nil

@@ -9,6 +9,7 @@ import (
 // breakerChanged reports a breaker's change, with its trip reason when
 // it opened.
 func (p *Pipeline) breakerChanged(name string, from, to breaker.State) {
+	p.pokeProber(name)
 	e := Event{Kind: EventBreaker, Breaker: name, From: from, To: to}
 	if b, ok := p.breakers.Lookup(name); ok && to == breaker.StateOpen {
 		e.Trip = b.LastTrip()
@@ -58,6 +59,10 @@ func (p *Pipeline) Close() error {
 		return nil
 	}
 	<-p.inflight.drained
+	if p.stopProbers != nil {
+		p.stopProbers()
+		p.probing.Wait()
+	}
 	var errs []error
 	for _, c := range p.closers {
 		errs = append(errs, c.Close())

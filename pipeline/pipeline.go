@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -63,15 +64,11 @@ type Stage struct {
 	// Stream configures how the tier streams in Pipeline.Stream, if it is
 	// a tiers.StreamTier.
 	Stream StreamConfig
-	// HedgeAfter, if positive, hedges a model stage: a call that has not
-	// answered (streaming: sent no text) after that long is joined by a
-	// call of the next model stage, with what is left of the budget; the
-	// first answer wins and the other call is cancelled (its attempts end
-	// as OutcomeHedged). 0: no hedging.
+	// HedgeAfter, if positive, hedges a model stage with the next model
+	// stage after that long without an answer (see hedge.go); 0: never.
 	HedgeAfter time.Duration
-	// HedgeBudget caps the hedges to this share of the stage's calls over
-	// its breaker's window while the breaker is closed and its window
-	// holds no failure or slow call; default 0.1, at most 1.
+	// HedgeBudget caps the hedges of a healthy stage to this share of its
+	// calls (see hedgeBudget); default 0.1, at most 1.
 	HedgeBudget float64
 }
 
@@ -167,6 +164,8 @@ type Options struct {
 	Limiter Limiter
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
+	// Probes configures active probing, per model: see Probe.
+	Probes []Probe
 	// Tracer, if set, records a span per stage call ("tier/<name>") and
 	// per model call ("model/<id>"), children of the span in the
 	// question's context (see the package doc); nil traces nothing.
@@ -202,9 +201,12 @@ type Pipeline struct {
 	storeHealth breaker.Store
 	closers     []io.Closer
 	flights     flightGroup
-	streams     streamFlights // the stream flights taking callers
-	inflight    inflightGate  // the questions in flight, until Close
-	tracer      trace.Tracer  // nil: no spans
+	streams     streamFlights      // the stream flights taking callers
+	inflight    inflightGate       // the questions in flight, until Close
+	tracer      trace.Tracer       // nil: no spans
+	probers     map[string]*prober // by model ID; read-only after New
+	probing     sync.WaitGroup     // the probers' goroutines
+	stopProbers context.CancelFunc // ends them; nil without probers
 }
 
 // stage is a Stage ready to run: its tier with the guards composed around
@@ -258,6 +260,10 @@ func New(opts Options) (*Pipeline, error) {
 		tracer:      opts.Tracer,
 	}
 	p.cool.until = map[string]time.Time{}
+	var err error
+	if p.probers, err = newProbers(opts.Probes); err != nil {
+		return nil, err
+	}
 	p.inflight.drained = make(chan struct{})
 	p.limits.shared = opts.Limiter
 	if p.clock == nil {
@@ -271,7 +277,7 @@ func New(opts Options) (*Pipeline, error) {
 		// the same store as the tiers' breakers.
 		cfg := breaker.Config{Store: opts.Tiers[0].Breaker.Store}
 		p.embedModel = tiers.Candidate{ID: opts.EmbedderModel, Cooldown: opts.EmbedderCooldown}
-		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.breakerConfig(cfg))
+		p.embedGuard = p.breakers.GetWith("model/"+opts.EmbedderModel, p.modelConfig(opts.EmbedderModel, cfg))
 	}
 	names := map[string]bool{}
 	for i, st := range opts.Tiers {
@@ -300,16 +306,13 @@ func New(opts Options) (*Pipeline, error) {
 		p.condenser = opts.Condenser
 		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
 	}
-	for i, s := range p.stages {
-		if s.hedgeTo = p.hedgeTo(i); s.hedgeTo != nil {
-			s.hb = newHedgeBudget(s.HedgeBudget, s.breaker.Config())
-		}
-	}
+	p.readyHedges()
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		p.stages[i].after = after
 		after += p.reserve(p.stages[i])
 	}
+	p.startProbers(opts.Tiers[0].Breaker.Store)
 	return p, nil
 }
 
@@ -344,7 +347,7 @@ func (p *Pipeline) newStage(st Stage, last bool) *stage {
 	if cl, ok := st.Tier.(candidateLister); ok {
 		for _, c := range cl.Candidates() {
 			if p.models[c.ID] == nil {
-				p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, cfg)
+				p.models[c.ID] = p.breakers.GetWith("model/"+c.ID, p.modelConfig(c.ID, st.Breaker))
 			}
 		}
 	}

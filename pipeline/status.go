@@ -18,6 +18,7 @@ type Status struct {
 	RateLimit     RateLimitConfig    `json:"rate_limit"`
 	Store         StoreStatus        `json:"store"`
 	Cooldowns     []CooldownStatus   `json:"cooldowns"`
+	Probes        []ProbeStatus      `json:"probes"` // the models probed actively, by ID
 }
 
 // CooldownStatus is a model skipped after a 429, until Until.
@@ -123,6 +124,7 @@ func (p *Pipeline) Status() Status {
 		st.Store.Healthy = h.Healthy()
 	}
 	st.Cooldowns = p.cool.list(p.clock.Now())
+	st.Probes = p.probeStatus()
 	return st
 }
 

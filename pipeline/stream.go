@@ -96,8 +96,10 @@ var interruptedNote = map[string]string{
 //
 // fn is called on the caller's goroutine, in order: meta, deltas, maybe a
 // note, then done with the Result, which Stream also returns. An error
-// from fn stops the stream at once (the upstream call is cancelled, its
-// breaker hears nothing) and is returned. Stream returns the same errors
+// from fn stops the caller's stream at once and is returned; when no
+// other caller shares the run, the run is cancelled, an upstream call
+// still under way with it (its breaker hears no failure), before Stream
+// returns. Stream returns the same errors
 // as Ask otherwise; it sends no event when it returns an error. A panic
 // in the pipeline's own code or in fn is returned as an error with its
 // stack, as Ask does; fn's stops the stream as its error would.

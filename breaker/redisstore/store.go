@@ -56,6 +56,8 @@ type entry struct {
 	calls          striped
 	failures, slow atomic.Int64
 
+	sentInflight int64 // calls in flight this instance last wrote; the worker's alone
+
 	cfg      breaker.Config // of the first breaker attached
 	width    time.Duration  // aggregate bucket width
 	buckets  int            // aggregate buckets

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,59 @@ func TestAggregateBelowThresholdKeepsClosed(t *testing.T) {
 		if b.State() != closed {
 			t.Fatalf("instance %d tripped at 20%% failures", i)
 		}
+	}
+}
+
+// TestAggregateCountsCallsInFlight: calls hanging on two instances, too
+// few on either to trip it, trip the cluster before any returns.
+func TestAggregateCountsCallsInFlight(t *testing.T) {
+	ns := cluster(t, 2, breaker.Config{
+		FailureThreshold: -1, FailureRate: -1, MinimumCalls: 4,
+		SlowCallDuration: time.Second, SlowCallRate: 0.5, OpenDuration: time.Minute,
+	})
+	bs := []*breaker.Breaker{ns[0].reg.Get("m"), ns[1].reg.Get("m")}
+	hang := func(i int) []*breaker.Permit {
+		var ps []*breaker.Permit
+		for range 2 {
+			p, err := bs[i].Allow()
+			if err != nil {
+				t.Fatalf("instance %d: %v", i, err)
+			}
+			ps = append(ps, &p)
+		}
+		ns[i].clk.Advance(1500 * time.Millisecond)
+		if s := bs[i].Snapshot(); s.State != closed || s.SlowInFlight != 2 {
+			t.Fatalf("instance %d: %v with %d slow in flight, want closed with 2", i, s.State, s.SlowInFlight)
+		}
+		return ps
+	}
+	first := hang(0)
+	rdb := redistest.Client(t)
+	key := ns[0].st.Prefix() + ":breaker:m:inflight"
+	eventually(t, "the first instance's calls in flight to reach Redis", func() bool {
+		v, _ := rdb.HGet(context.Background(), key, ns[0].st.Instance()).Result()
+		return strings.HasPrefix(v, "2:")
+	})
+	time.Sleep(100 * time.Millisecond) // a few more flushes: 2 of 4 calls must not trip
+	for i, b := range bs {
+		if b.State() != closed {
+			t.Fatalf("instance %d tripped on 2 calls in flight, minimum 4", i)
+		}
+	}
+	second := hang(1)
+	for i, b := range bs {
+		eventually(t, "the calls in flight to trip every instance", func() bool { return b.State() == open })
+		_ = i
+	}
+	cause := []breaker.Cause{bs[0].LastTrip().Cause, bs[1].LastTrip().Cause}
+	if !slices.Contains(cause, breaker.CauseCluster) {
+		t.Fatalf("trip causes %v, want one cluster trip", cause)
+	}
+	for _, p := range append(first, second...) {
+		p.Done(breaker.Failure) // late: counts nowhere
+	}
+	if s := bs[0].Snapshot(); s.Trips != 1 {
+		t.Fatalf("instance 0 tripped %d times, want 1", s.Trips)
 	}
 }
 

@@ -54,7 +54,9 @@ func (s *Store) worker() {
 type flush struct {
 	e                     *entry
 	calls, failures, slow int64
+	inflight              int64 // this instance's calls in flight for SlowCallDuration
 	reads                 []*redis.SliceCmd
+	held                  *redis.MapStringStringCmd // every instance's calls in flight, if read
 }
 
 // resyncRead is the shared state of one name read in one cycle.
@@ -104,7 +106,11 @@ func (s *Store) cycle(parent context.Context) {
 			failures += field(v, 1)
 			slow += field(v, 2)
 		}
-		if f.e.cfg.Exceeded(calls, failures, slow) {
+		if f.held != nil {
+			f.e.sentInflight = f.inflight
+		}
+		held := s.clusterInflight(f, now)
+		if f.e.cfg.Exceeded(calls+held, failures, slow+held) {
 			s.tripOne(f.e)
 		}
 	}
@@ -132,9 +138,9 @@ func (s *Store) takeWork() cycleWork {
 
 	w.names = *s.names.Load()
 	for _, e := range w.names {
-		f := &flush{e: e, failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
+		f := &flush{e: e, inflight: s.localInflight(e), failures: e.failures.Swap(0), slow: e.slow.Swap(0)}
 		f.calls = e.calls.Swap() // last: a concurrent Record may only be undercounted
-		if f.calls > 0 {
+		if f.calls > 0 || f.inflight > 0 || e.sentInflight > 0 {
 			w.flushes = append(w.flushes, f)
 		}
 	}
@@ -165,6 +171,7 @@ func (s *Store) announce(ctx context.Context, p redis.Pipeliner, w cycleWork, no
 			for i := range e.buckets { // the next period starts with an empty window
 				p.Unlink(ctx, s.bucketKey(name, idx-int64(i)))
 			}
+			p.Unlink(ctx, s.inflightKey(name)) // and no call in flight
 		}
 	}
 }
@@ -173,6 +180,7 @@ func (s *Store) announce(ctx context.Context, p redis.Pipeliner, w cycleWork, no
 // pipeline p and reads their windows back.
 func (s *Store) sendCounts(ctx context.Context, p redis.Pipeliner, flushes []*flush, now time.Time) {
 	for _, f := range flushes {
+		s.sendInflight(ctx, p, f, now)
 		idx := f.e.bucket(now)
 		k := s.bucketKey(f.e.name, idx)
 		p.HIncrBy(ctx, k, "c", f.calls)
