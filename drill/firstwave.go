@@ -148,8 +148,8 @@ func firstWaveGoals(r *SettingReport, hedge time.Duration) []Goal {
 		Want: fmt.Sprintf("<= hedge_after + %.1fx fallback's healthy p99", goalFirstWaveP99)}
 	if r.FallbackP99 > 0 && fw.Latency.N > 0 {
 		bar := hedge + time.Duration(goalFirstWaveP99*float64(r.FallbackP99))
-		lat.Want = fmt.Sprintf("<= %s (%s + %.1f x %s)", ms(bar), ms(hedge), goalFirstWaveP99, ms(r.FallbackP99))
-		lat.Got, lat.Met = ms(fw.Latency.P99), fw.Latency.P99 <= bar
+		lat.Got = fmt.Sprintf("%s (bar %s = %s + %.1f x %s)", ms(fw.Latency.P99), ms(bar), ms(hedge), goalFirstWaveP99, ms(r.FallbackP99))
+		lat.Met = fw.Latency.P99 <= bar
 	} else {
 		lat = lat.unmeasured("n/a (no fallback answer while healthy, or no question in the first wave)")
 	}
