@@ -490,4 +490,10 @@ func TestMetricsHedge(t *testing.T) {
 	scrape(t, h,
 		`ragfuse_hedges_total{tier="primary",won="true"} 1`,
 		`ragfuse_attempts_total{model="test-primary",outcome="hedged",tier="primary"} 1`)
+	// The cancelled call's prompt, which no usage reported, is estimated
+	// and wasted.
+	body := h.do(http.MethodGet, "/metrics", "").Body.String()
+	if !strings.Contains(body, `ragfuse_tokens_wasted_total{model="test-primary",tier="primary"} `) {
+		t.Errorf("no wasted tokens for the hedged call:\n%s", body)
+	}
 }

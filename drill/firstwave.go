@@ -46,6 +46,7 @@ type FirstWave struct {
 type modelCall struct {
 	model      string
 	start, end time.Duration
+	prompt     int // prompt tokens: the provider's, else estimated
 }
 
 // hedgeOf returns the first hedge_after of c's tiers, 0 if none hedges.
@@ -180,7 +181,8 @@ func (o *observer) called(e pipeline.Event) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.started {
-		o.calls = append(o.calls, modelCall{model: a.Model, start: o.cs.at(e.Time.Add(-a.Duration)), end: o.cs.at(e.Time)})
+		o.calls = append(o.calls, modelCall{model: a.Model, start: o.cs.at(e.Time.Add(-a.Duration)), end: o.cs.at(e.Time),
+			prompt: a.Usage.PromptTokens})
 	}
 }
 
