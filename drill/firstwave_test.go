@@ -3,6 +3,8 @@ package drill
 import (
 	"testing"
 	"time"
+
+	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
 // TestFirstWave plays the first 15 s of the first-wave outage, compressed,
@@ -41,4 +43,30 @@ func TestFirstWave(t *testing.T) {
 	}
 	goal(t, r.Settings[0], "p99 of the questions asked in the first 10 s of the outage")
 	goal(t, r.Settings[0], "calls to the failing model from the outage's start to the trip")
+}
+
+// TestFailingTokensAreTheAttempts: with the pipeline's model calls seen,
+// a failing model's prompt tokens are the prompts its calls reported
+// while it failed (the provider's usage, else the estimate), not the
+// healthy mean; its completions are the upstream's count.
+func TestFailingTokensAreTheAttempts(t *testing.T) {
+	windows := []Window{{Model: "p1", Start: 10 * time.Second, End: 20 * time.Second}}
+	segs := []segment{
+		{model: "p1", stats: llmtest.Stats{Calls: 10, PromptTokens: 1000, CompletionTokens: 500}},
+		{model: "p1", failing: true, stats: llmtest.Stats{Calls: 3, Faulted: 3, CompletionTokens: 7}},
+	}
+	calls := []modelCall{
+		{model: "p1", start: 5 * time.Second, prompt: 100},  // healthy: in its segment's count
+		{model: "p1", start: 11 * time.Second, prompt: 140}, // failing: estimated
+		{model: "p1", start: 12 * time.Second, prompt: 150},
+		{model: "p1", start: 13 * time.Second, prompt: 160},
+	}
+	failCalls, failTokens, total := tokens(segs, calls, windows)
+	if failCalls != 3 || failTokens != 450+7 || total != 1500+457 {
+		t.Fatalf("failing calls %d, tokens %d, total %d; want 3, 457, 1957", failCalls, failTokens, total)
+	}
+	// Without the pipeline's calls, the healthy mean stands in.
+	if _, failTokens, _ := tokens(segs, nil, windows); failTokens != 3*100+7 {
+		t.Fatalf("failing tokens without calls %d, want 307", failTokens)
+	}
 }
