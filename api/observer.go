@@ -41,6 +41,7 @@ type Observer struct {
 	streams        *prometheus.CounterVec   // source, interrupted
 	firstDelta     *prometheus.HistogramVec // source
 	continued      prometheus.Counter
+	hedges         *prometheus.CounterVec // tier, won
 	connsRefused   prometheus.Counter
 
 	status  atomic.Pointer[statusFunc]        // set by attach; read at scrape time
@@ -108,6 +109,9 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 			Buckets: latencyBuckets}, []string{"source"}),
 		continued: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragfuse",
 			Name: "stream_continued_total", Help: "Interrupted streamed answers another model tier continued."}),
+		hedges: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: "ragfuse",
+			Name: "hedges_total", Help: "Calls of a hedged tier joined by the next model tier, by whether the hedge won."},
+			[]string{"tier", "won"}),
 		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "ragfuse",
 			Name: "http_connections_refused_total", Help: "Connections closed unanswered beyond server.max_connections."}),
 	}
@@ -115,7 +119,7 @@ func NewObserver(reg prometheus.Registerer, logger *slog.Logger) *Observer {
 		Name: "http_connections_open", Help: "HTTP connections open, at most server.max_connections."}, o.openConnections)
 	reg.MustRegister(o.questions, o.questionTime, o.attempts, o.attemptTime, o.transitions, o.probes,
 		o.bulkheadReject, o.rateLimited, o.cacheLookups, o.tokens, o.tokensWasted,
-		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, o.connsRefused, open, statusCollector{o},
+		o.httpRequests, o.httpTime, o.streams, o.firstDelta, o.continued, o.hedges, o.connsRefused, open, statusCollector{o},
 		buildInfoGauge(ReadBuild()))
 	for _, c := range []prometheus.Collector{collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
@@ -157,6 +161,8 @@ func (o *Observer) Observe(e pipeline.Event) {
 		o.rateLimited.WithLabelValues(e.Reason).Inc()
 	case pipeline.EventBulkheadRejected:
 		o.bulkheadReject.WithLabelValues(e.Tier).Inc()
+	case pipeline.EventHedge:
+		o.hedges.WithLabelValues(e.Tier, e.Reason).Inc()
 	case pipeline.EventCache:
 		o.cacheLookups.WithLabelValues(e.Tier, e.Reason).Inc()
 		o.caches.add(e.Tier, e.Reason != "miss")

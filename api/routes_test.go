@@ -469,3 +469,31 @@ func TestDrainClosesKeptAliveConnections(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestMetricsHedge: a hedged primary that has not answered after
+// hedge_after is joined by the fallback, which answers; the response's
+// attempts show the primary's call as hedged and /metrics counts the
+// hedge as won.
+func TestMetricsHedge(t *testing.T) {
+	h := newHarness(t, harnessOptions{config: func(c *config.Config) {
+		c.Tiers[1].LLM.HedgeAfter = 100 * time.Millisecond
+	}})
+	h.up.SetFault(modelPrimary, llmtest.Fault{Mode: llmtest.ModeHang})
+	a := h.ask("How do I return an item?")
+	var got []string
+	for _, at := range a.Attempts {
+		got = append(got, at.Tier+":"+at.Outcome)
+	}
+	if a.Source != "fallback" || strings.Join(got, " ") != "cache:miss fallback:success primary:hedged" {
+		t.Fatalf("answered by %s, attempts %v", a.Source, got)
+	}
+	scrape(t, h,
+		`ragfuse_hedges_total{tier="primary",won="true"} 1`,
+		`ragfuse_attempts_total{model="test-primary",outcome="hedged",tier="primary"} 1`)
+	// The cancelled call's prompt, which no usage reported, is estimated
+	// and wasted.
+	body := h.do(http.MethodGet, "/metrics", "").Body.String()
+	if !strings.Contains(body, `ragfuse_tokens_wasted_total{model="test-primary",tier="primary"} `) {
+		t.Errorf("no wasted tokens for the hedged call:\n%s", body)
+	}
+}

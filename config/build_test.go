@@ -148,6 +148,26 @@ tiers: [{kind: llm, models: [m], commit_after: 40, commit_after_duration: 250ms,
 	}
 }
 
+// TestBuildWiresHedge: hedge_after and hedge_budget reach the llm tier's
+// pipeline.Stage, the budget 0.1 when left out, and hedging is off by
+// default.
+func TestBuildWiresHedge(t *testing.T) {
+	cfg := mustParse(t, `models: {m: {base_url: "http://127.0.0.1:1/v1"}, n: {base_url: "http://127.0.0.1:2/v1"}}
+tiers: [{kind: llm, models: [m], hedge_after: 2500ms}, {kind: llm, models: [n], hedge_budget: 0.3}, {kind: static}]`)
+	opts, err := options(cfg, Env{Getenv: noEnv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct {
+		after  time.Duration
+		budget float64
+	}{{2500 * time.Millisecond, 0.1}, {0, 0.3}} {
+		if st := opts.Tiers[i]; st.HedgeAfter != want.after || st.HedgeBudget != want.budget {
+			t.Errorf("tiers[%d]: hedge_after %v, hedge_budget %v; want %v, %v", i, st.HedgeAfter, st.HedgeBudget, want.after, want.budget)
+		}
+	}
+}
+
 // TestBuildWiresPolicies: on_stream_break and on_limit, strings in the
 // file, reach the pipeline as its StreamConfig.ContinueOnBreak and
 // RateLimitConfig.Reject, each in both of its values.

@@ -223,6 +223,11 @@ type LLMTier struct {
 	CommitAfterDuration time.Duration `yaml:"commit_after_duration"` // time after the first token buffered before commit; with commit_after, whichever comes first
 	OnStreamBreak       string        `yaml:"on_stream_break"`       // "note" (default) or "continue"
 	ContinuePrompt      string        `yaml:"continue_prompt"`
+
+	// Hedging; see pipeline.Stage.HedgeAfter. HedgeAfter 0 (the default)
+	// hedges nothing; a later llm tier is required to hedge with.
+	HedgeAfter  time.Duration `yaml:"hedge_after"`
+	HedgeBudget float64       `yaml:"hedge_budget"` // share of the tier's calls hedged while it is healthy; default 0.1, at most 1
 }
 
 // CacheTier holds the settings of a semantic_cache or stale_cache tier.

@@ -70,7 +70,7 @@ tiers: [{kind: semantic_cache}, {kind: llm, models: [m]}, {kind: llm, models: [m
 	semantic.StoreFrom = []string{"primary"}
 	llm := func(source string) LLMTier {
 		turns := 6
-		return LLMTier{Source: source, Models: []string{"m"}, ContextDocs: 5, HistoryTurns: &turns, OnStreamBreak: "note"}
+		return LLMTier{Source: source, Models: []string{"m"}, ContextDocs: 5, HistoryTurns: &turns, OnStreamBreak: "note", HedgeBudget: 0.1}
 	}
 	want := []Tier{
 		{Name: "cache", Kind: KindSemanticCache, Timeout: 300 * time.Millisecond, Cache: semantic},

@@ -15,6 +15,9 @@ func stage(t tiers.Tier, tc Tier, store breaker.Store) pipeline.Stage {
 		Reserve: tc.Reserve,
 		Breaker: breakerConfig(tc.Breaker, store),
 		Model:   tc.Kind == KindLLM,
+		// Hedging, an llm tier's.
+		HedgeAfter:  tc.LLM.HedgeAfter,
+		HedgeBudget: tc.LLM.HedgeBudget,
 		Stream: pipeline.StreamConfig{
 			FirstTokenTimeout:   tc.LLM.FirstTokenTimeout,
 			StallTimeout:        tc.LLM.StallTimeout,

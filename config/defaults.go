@@ -138,6 +138,7 @@ func (l *LLMTier) defaults(first bool) {
 		l.HistoryTurns = &n
 	}
 	setIfZero(&l.OnStreamBreak, onBreakNote)
+	setIfZero(&l.HedgeBudget, 0.1)
 }
 
 // defaults fills a cache tier's settings for its kind.

@@ -139,6 +139,7 @@ func (c *Config) validateTier(v *validator, i int, names map[string]bool) {
 	switch t.Kind {
 	case KindLLM:
 		c.validateLLM(v, t.LLM, p)
+		v.check(t.LLM.HedgeAfter <= 0 || c.llmAfter(i), p+".hedge_after", "needs a later llm tier to hedge with")
 	case KindSemanticCache, KindStaleCache:
 		c.validateCache(v, t.Cache, p)
 	case KindRetrieval:
@@ -199,6 +200,18 @@ func (c *Config) validateLLM(v *validator, t LLMTier, p string) {
 	v.check(t.CommitAfterDuration >= 0, p+".commit_after_duration", "must be >= 0")
 	v.check(t.OnStreamBreak == onBreakNote || t.OnStreamBreak == onBreakContinue,
 		p+".on_stream_break", `must be "note" or "continue"`)
+	v.check(t.HedgeAfter >= 0, p+".hedge_after", "must be >= 0")
+	v.number(t.HedgeBudget, t.HedgeBudget > 0 && t.HedgeBudget <= 1, p+".hedge_budget", "must be in (0, 1]")
+}
+
+// llmAfter reports whether an llm tier follows tier i.
+func (c *Config) llmAfter(i int) bool {
+	for _, t := range c.Tiers[i+1:] {
+		if t.Kind == KindLLM {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Config) validateCache(v *validator, t CacheTier, p string) {

@@ -39,6 +39,11 @@ func TestConfigErrorsNameTheField(t *testing.T) {
 		{"bulkhead", "tiers: [{kind: static, bulkhead: {max_concurrent: 0}}]", "tiers[0].bulkhead.max_concurrent: must be > 0"},
 		{"failure rate", models + "tiers: [{kind: llm, models: [m], breaker: {failure_rate: 2}}]", "tiers[0].breaker.failure_rate: must be <= 1"},
 		{"commit_after_duration", models + "tiers: [{kind: llm, models: [m], commit_after_duration: -1s}]", "tiers[0].commit_after_duration: must be >= 0"},
+		{"hedge_after", models + "tiers: [{kind: llm, models: [m], hedge_after: -1s}, {kind: llm, models: [m]}]", "tiers[0].hedge_after: must be >= 0"},
+		{"hedge without a later llm tier", models + "tiers: [{kind: llm, models: [m], hedge_after: 2s}, {kind: static}]", "tiers[0].hedge_after: needs a later llm tier to hedge with"},
+		{"hedge_budget", models + "tiers: [{kind: llm, models: [m], hedge_budget: 1.5}]", "tiers[0].hedge_budget: must be in (0, 1]"},
+		{"negative hedge_budget", models + "tiers: [{kind: llm, models: [m], hedge_budget: -0.1}]", "tiers[0].hedge_budget: must be in (0, 1]"},
+		{"hedge_after on a retrieval tier", "tiers: [{kind: retrieval, hedge_after: 1s}]", "tiers[0].hedge_after: not a field of a retrieval tier"},
 		{"on_stream_break", models + "tiers: [{kind: llm, models: [m], on_stream_break: retry}]", `tiers[0].on_stream_break: must be "note" or "continue"`},
 		{"store_from", "tiers: [{kind: semantic_cache, store_from: [static]}]", `tiers[0].store_from[0]: must be "primary" or "fallback"`},
 		{"infinite global_rps", "rate_limit: {global_rps: .inf}\ntiers: [{kind: static}]", "rate_limit.global_rps: must be a finite number"},
@@ -145,7 +150,9 @@ func TestTierFieldOfAnotherKind(t *testing.T) {
 tiers:
   - {kind: semantic_cache, embedder: hash, similarity: 0.9, ttl: 1h, max_entries: 5, store_from: [fallback], timeout: 1s}
   - {kind: llm, models: [m], source: primary, context_docs: 1, prompt: p, first_token_timeout: 1s, stall_timeout: 1s,
-     commit_after: 3, commit_after_duration: 1s, on_stream_break: continue, continue_prompt: c, reserve: 1s}
+     commit_after: 3, commit_after_duration: 1s, on_stream_break: continue, continue_prompt: c, reserve: 1s,
+     hedge_after: 2500ms, hedge_budget: 0.2}
+  - {kind: llm, models: [m], name: backup}
   - {kind: stale_cache, embedder: hash, similarity: 0.9, ttl: 1h, max_entries: 5, grace: 2h, breaker: {window: 3}}
   - {kind: retrieval, top_k: 2, bulkhead: {max_concurrent: 1}}
   - {kind: static, message: hi, name: last}`)

@@ -12,10 +12,12 @@
 //
 //	none     tiers tried in order with only their per-call timeouts: no
 //	         breakers, no budget reserve, no bulkheads, no rate limits, no
-//	         cache tiers (what a naive integration does)
+//	         cache tiers, no hedging (what a naive integration does)
 //	breaker  the configured breakers, nothing else
-//	full     everything the configuration sets: breakers, budget, bulkheads,
-//	         rate limits, the semantic and stale caches
+//	full     everything the configuration sets but hedging: breakers, budget,
+//	         bulkheads, rate limits, the semantic and stale caches
+//	hedged   full with the configured hedge_after; played after the others
+//	         by default when the configuration hedges a tier
 //
 // The upstream serves each phase of a model's fault timeline with a
 // tiers/llmtest server of its own, chosen when a call arrives: the fault a
@@ -53,6 +55,15 @@
 // WriteMarkdown and WritePNG render it; the chart puts, per setting, a
 // lane per failing model and per breaker below the latency plot, on the
 // same time axis, and the legend beside them, never over the data.
+//
+// A scenario whose configuration hedges a tier also gets the first-wave
+// figures (FirstWave) of its first failing model and their goals: the p99
+// of the questions asked in the first 10 s of the outage against
+// hedge_after + 1.2 x the fallback's healthy p99; the calls the model
+// received from the outage's start to the first opening of its breaker
+// (model or tier) against the calls in flight at the start plus
+// minimum_calls; and the hedges of questions asked while nothing failed
+// against 5% of those questions.
 //
 // With Options.Progress set, Run writes a line every
 // Options.ProgressEvery while a setting plays, and one when it ends: the

@@ -116,6 +116,9 @@ func markdownTable(b *strings.Builder, r *Report) {
 		}
 		return strings.Join(parts, ", ")
 	}))
+	if len(r.Settings) > 0 && r.Settings[0].FirstWave != nil {
+		firstWaveRows(row)
+	}
 	own := func(s *SettingReport) string {
 		if s.OverHTTP {
 			return " (the drill's own)"

@@ -96,9 +96,10 @@ type SettingReport struct {
 	// calls while it was healthy: the yardstick of FaultLatency.
 	FallbackP99 time.Duration `json:"fallback_p99"`
 	// FailingCalls and FailingTokens count the calls and tokens sent to
-	// models while they were failing; Tokens counts all tokens. Tokens of
-	// a call that met a fault (which the upstream cannot count) are
-	// estimated as the mean prompt of a healthy call.
+	// models while they were failing; Tokens counts all tokens. The prompt
+	// of a call that met a fault (which the upstream cannot count) is the
+	// pipeline's estimate of the prompt it sent (tiers.EstimateTokens), as
+	// ragfuse_tokens_wasted_total counts it.
 	FailingCalls  int64        `json:"failing_calls"`
 	FailingTokens int64        `json:"failing_tokens"`
 	Tokens        int64        `json:"tokens"`
@@ -117,8 +118,10 @@ type SettingReport struct {
 	LateQuestions int           `json:"late_questions"`
 	MaxLag        time.Duration `json:"max_lag"`
 	Goals         []Goal        `json:"goals"`
-	Samples       []Point       `json:"samples"` // every measured question, for the chart
-	Note          string        `json:"note,omitempty"`
+	// FirstWave is set for a scenario whose configuration hedges a tier.
+	FirstWave *FirstWave `json:"first_wave,omitempty"`
+	Samples   []Point    `json:"samples"` // every measured question, for the chart
+	Note      string     `json:"note,omitempty"`
 	// Warnings say what a reader must know before trusting the figures:
 	// that every question failed, or that the load driver fell behind.
 	Warnings []string `json:"warnings,omitempty"`

@@ -31,7 +31,9 @@ const MaxSpeed = 1000
 type Options struct {
 	Scenario *Scenario
 	// Settings are the protection settings to play, one after another;
-	// default DefaultSettings. They cannot be set with Target.
+	// default DefaultSettings, and SettingHedged after them when the
+	// scenario's configuration hedges a tier. They cannot be set with
+	// Target.
 	Settings []string
 	// Speed divides every duration of the scenario and multiplies its
 	// rates; default 1, at most MaxSpeed.
@@ -69,8 +71,8 @@ func (o Options) Check() error {
 		return &OptionError{"speed", fmt.Sprintf("must be in (0, %d]", MaxSpeed)}
 	}
 	for _, s := range o.Settings {
-		if !slices.Contains(DefaultSettings, s) {
-			return &OptionError{"settings", fmt.Sprintf("has an unknown setting %q (want %s)", s, strings.Join(DefaultSettings, ", "))}
+		if !slices.Contains(AllSettings, s) {
+			return &OptionError{"settings", fmt.Sprintf("has an unknown setting %q (want %s)", s, strings.Join(AllSettings, ", "))}
 		}
 	}
 	if o.Target == "" {
@@ -125,7 +127,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	} else {
 		windows = sc.FailingWindows()
 		if len(settings) == 0 {
-			settings = DefaultSettings
+			settings = defaultSettings(sc)
 		}
 	}
 	rep.Faults = windows
@@ -269,6 +271,8 @@ func runSetting(ctx context.Context, sc *Scenario, setting string, questions []s
 	tr.samples = cs.samples(results)
 	tr.arrivals = r.up.takeArrivals()
 	tr.transitions, tr.fallback = r.obs.results(windows)
+	tr.calls, tr.hedges = r.obs.modelCalls()
+	tr.firstWave, tr.hedgeAfter = firstWave(tr, sc.Config, windows), hedgeOf(sc.Config)
 	return tr, nil
 }
 
@@ -300,6 +304,8 @@ type observer struct {
 	started     bool
 	transitions []Transition
 	fbCalls     []fbCall
+	calls       []modelCall     // in scenario time
+	hedges      []time.Duration // in scenario time
 }
 
 type fbCall struct {
@@ -324,8 +330,11 @@ func (o *observer) Observe(e pipeline.Event) {
 				From: e.From.String(), To: e.To.String()})
 		}
 		o.mu.Unlock()
+	case pipeline.EventHedge:
+		o.hedged(e)
 	case pipeline.EventAttempt:
 		a := e.Attempt
+		o.called(e)
 		if a.Tier != o.fallback || o.fallback == "" || a.Outcome != pipeline.OutcomeSuccess {
 			return
 		}

@@ -39,6 +39,13 @@ func wasteBar() float64 { return goalWaste * 20 / testRate() }
 // report is also written there.
 func runScenario(t *testing.T, name string, settings ...string) *Report {
 	t.Helper()
+	return runScenarioFor(t, name, 0, settings...)
+}
+
+// runScenarioFor is runScenario measuring only the first d of the
+// scenario, all of it if d is 0.
+func runScenarioFor(t *testing.T, name string, d time.Duration, settings ...string) *Report {
+	t.Helper()
 	out := os.Getenv("DRILL_OUT")
 	if out != "" {
 		var err error
@@ -52,6 +59,9 @@ func runScenario(t *testing.T, name string, settings ...string) *Report {
 		t.Fatal(err)
 	}
 	sc.Load.Rate = testRate()
+	if d > 0 {
+		sc.Load.Duration = d
+	}
 	r, err := Run(context.Background(), Options{Scenario: sc, Speed: testSpeed(), Settings: settings})
 	if err != nil {
 		t.Fatal(err)

@@ -14,12 +14,25 @@ const (
 	SettingNone    = "none"
 	SettingBreaker = "breaker"
 	SettingFull    = "full"
+	SettingHedged  = "hedged" // full with the configured hedge_after
 	SettingTarget  = "target" // a running server driven over HTTP
 )
 
 // DefaultSettings are the settings Run plays when Options.Settings is
-// empty, in this order.
+// empty, in this order; SettingHedged follows them when the scenario's
+// configuration hedges a tier.
 var DefaultSettings = []string{SettingNone, SettingBreaker, SettingFull}
+
+// AllSettings are the settings Options.Settings may name.
+var AllSettings = []string{SettingNone, SettingBreaker, SettingFull, SettingHedged}
+
+// defaultSettings returns the settings Run plays for sc by default.
+func defaultSettings(sc *Scenario) []string {
+	if hedgeOf(sc.Config) > 0 {
+		return AllSettings
+	}
+	return DefaultSettings
+}
 
 // noReserve is the reserve given to every tier when the budget is off: the
 // pipeline reads a zero reserve as "the default", so the smallest positive
@@ -30,18 +43,25 @@ const noReserve = time.Nanosecond
 // protection setting:
 //
 //	none     cache tiers removed; breakers that never trip; no bulkheads,
-//	         no rate limits, no budget reserve
+//	         no rate limits, no budget reserve, no hedging
 //	breaker  as none, but with the configured (or default) breakers
-//	full     cfg as it is
+//	full     cfg as it is, but no hedging
+//	hedged   cfg as it is
 func configFor(cfg config.Config, setting string) (config.Config, error) {
 	c := cloneConfig(cfg)
 	c.Defaults()
 	switch setting {
-	case SettingFull:
+	case SettingHedged:
 		return c, nil
-	case SettingNone, SettingBreaker:
+	case SettingNone, SettingBreaker, SettingFull:
 	default:
-		return c, fmt.Errorf("drill: unknown setting %q (want none, breaker or full)", setting)
+		return c, fmt.Errorf("drill: unknown setting %q (want none, breaker, full or hedged)", setting)
+	}
+	for i := range c.Tiers {
+		c.Tiers[i].LLM.HedgeAfter = 0
+	}
+	if setting == SettingFull {
+		return c, nil
 	}
 	c.RateLimit = config.RateLimit{OnLimit: c.RateLimit.OnLimit}
 	c.Tiers = slices.DeleteFunc(c.Tiers, func(t config.Tier) bool {
@@ -100,7 +120,7 @@ func scaleConfig(c *config.Config, speed float64) {
 		if t.Reserve != noReserve {
 			d(&t.Reserve)
 		}
-		for _, p := range []*time.Duration{&t.Timeout, &t.LLM.FirstTokenTimeout, &t.LLM.StallTimeout, &t.LLM.CommitAfterDuration,
+		for _, p := range []*time.Duration{&t.Timeout, &t.LLM.FirstTokenTimeout, &t.LLM.StallTimeout, &t.LLM.CommitAfterDuration, &t.LLM.HedgeAfter,
 			&t.Cache.TTL, &t.Cache.Grace} {
 			d(p)
 		}

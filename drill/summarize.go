@@ -64,6 +64,10 @@ type trace struct {
 	peakHeap    uint64
 	maxPerOpen  int // failure_threshold + half_open_max_calls of the failing models
 	note        string
+	calls       []modelCall     // the pipeline's model calls
+	hedges      []time.Duration // when each hedged call started
+	firstWave   *FirstWave      // set for a scenario that hedges a tier
+	hedgeAfter  time.Duration   // the scenario's hedge_after
 }
 
 // summarize turns a trace into a SettingReport; windows are the failing
@@ -121,13 +125,16 @@ func summarize(tr *trace, windows []Window) *SettingReport {
 	r.Latency = percentiles(all)
 	r.FaultLatency = percentiles(inFault)
 	r.FallbackP99 = percentiles(slices.Clone(tr.fallback)).P99
-	r.FailingCalls, r.FailingTokens, r.Tokens = tokens(tr.segments)
+	r.FailingCalls, r.FailingTokens, r.Tokens = tokens(tr.segments, tr.calls, windows)
 	if r.Tokens > 0 {
 		r.Waste = float64(r.FailingTokens) / float64(r.Tokens)
 	}
 	worst := 0
 	r.OpenPeriods, worst = openPeriods(tr, windows)
 	r.Goals = goals(r, worst, len(windows) > 0)
+	if r.FirstWave = tr.firstWave; r.FirstWave != nil {
+		r.Goals = append(r.Goals, firstWaveGoals(r, tr.hedgeAfter)...)
+	}
 	r.Warnings = warnings(r)
 	return r
 }
@@ -152,34 +159,46 @@ func warnings(r *SettingReport) []string {
 }
 
 // tokens returns the calls and tokens sent to failing models and all
-// tokens. The upstream counts no prompt for a call that met a fault, so a
-// failing segment's prompt tokens are at least its calls times the mean
-// prompt of the healthy calls.
-func tokens(segs []segment) (failCalls, failTokens, total int64) {
+// tokens. The upstream counts no prompt for a call that met a fault. With
+// the pipeline's model calls seen (calls), a failing model's prompt tokens
+// are at least those its calls' attempts report while it failed: the
+// provider's usage, else the estimate of the prompt sent
+// (tiers.EstimateTokens), as ragfuse_tokens_wasted_total counts them;
+// without, at least its calls times the mean prompt of the healthy calls.
+func tokens(segs []segment, calls []modelCall, windows []Window) (failCalls, failTokens, total int64) {
 	var healthyPrompt, healthyCalls int64
+	counted, callsOf := map[string]int64{}, map[string]int64{}
 	for _, s := range segs {
 		if !s.failing {
 			healthyPrompt += s.stats.PromptTokens
 			healthyCalls += s.stats.Calls - s.stats.Faulted
+			total += s.stats.PromptTokens + s.stats.CompletionTokens
+			continue
+		}
+		counted[s.model] += s.stats.PromptTokens
+		callsOf[s.model] += s.stats.Calls
+		failCalls += s.stats.Calls
+		failTokens += s.stats.CompletionTokens
+	}
+	estimated := map[string]int64{}
+	for _, c := range calls {
+		if inModelWindows(c.start, c.model, windows) {
+			estimated[c.model] += int64(c.prompt)
 		}
 	}
 	var mean int64
 	if healthyCalls > 0 {
 		mean = healthyPrompt / healthyCalls
 	}
-	for _, s := range segs {
-		prompt := s.stats.PromptTokens
-		if s.failing {
-			prompt = max(prompt, s.stats.Calls*mean)
+	for m, prompt := range counted {
+		if len(calls) > 0 {
+			prompt = max(prompt, estimated[m])
+		} else {
+			prompt = max(prompt, callsOf[m]*mean)
 		}
-		n := prompt + s.stats.CompletionTokens
-		total += n
-		if s.failing {
-			failCalls += s.stats.Calls
-			failTokens += n
-		}
+		failTokens += prompt
 	}
-	return failCalls, failTokens, total
+	return failCalls, failTokens, total + failTokens
 }
 
 // openPeriods counts, per opening of a failing model's breaker, the calls

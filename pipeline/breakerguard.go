@@ -12,7 +12,8 @@ import (
 // last resort, which is called even then. The breaker hears the call's
 // classified outcome (outcomeOf) and its time, less the time the tier
 // waited for the question's documents; a call a guard inside it skipped
-// is ignored.
+// is ignored, and one that lost its hedge counts as slow or not at all
+// (hedgedOutcome).
 type breakerGuard struct {
 	b          *breaker.Breaker
 	lastResort bool
@@ -27,9 +28,12 @@ func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) 
 	// A static tier whose breaker is open gets the zero Permit, whose
 	// reports are no-ops.
 	a, err := g.next.call(ctx, c)
-	if err == errSkipped {
+	switch {
+	case err == errSkipped:
 		permit.Done(breaker.Ignored)
-	} else {
+	case c.kind == kindHedged:
+		permit.Report(hedgedOutcome(g.b, permit.Probe(), c.elapsed-c.retrieving), c.elapsed-c.retrieving)
+	default:
 		permit.ReportReason(outcomeOf(c.kind), c.elapsed-c.retrieving, reasonOf(c.kind, c.why))
 	}
 	return a, err

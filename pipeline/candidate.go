@@ -24,6 +24,7 @@ type candidateGuard struct {
 	run      *run
 	stage    *stage
 	reported atomic.Int32
+	lost     atomic.Bool // the call lost its hedge: cancelled, the other call answered first
 }
 
 var _ tiers.CandidateGuard = (*candidateGuard)(nil)
@@ -90,14 +91,22 @@ type candidateCall struct {
 func (r *run) finish(cc *candidateCall, err error, u tiers.Usage, span trace.Span) {
 	elapsed := time.Since(cc.t0)
 	kind := tiers.KindOf(err)
-	if err != nil && callerGone(r.caller) {
+	switch {
+	case err == nil:
+	case callerGone(r.caller):
 		kind = tiers.KindCanceled
+	case cc.guard.lostHedge():
+		kind = kindHedged
 	}
 	at := Attempt{Tier: cc.tier, Model: cc.id, Outcome: OutcomeSuccess, Duration: elapsed, Usage: u}
 	if err != nil {
 		at.Outcome, at.Error = string(kind), describe(err)
 	}
-	cc.permit.ReportReason(outcomeOf(kind), elapsed, reasonOf(kind, at.Error))
+	o := outcomeOf(kind)
+	if kind == kindHedged {
+		o = hedgedOutcome(r.p.models[cc.id], cc.permit.Probe(), elapsed)
+	}
+	cc.permit.ReportReason(o, elapsed, reasonOf(kind, at.Error))
 	endModel(span, at)
 	if kind == tiers.KindRateLimited {
 		r.p.coolDown(cc.id, err, cc.cooldown)

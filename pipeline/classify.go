@@ -59,8 +59,11 @@ func (*classifier) call(ctx context.Context, c *call) (tiers.Answer, error) {
 	c.kind = tiers.KindOf(err)
 	if err != nil {
 		c.why = describe(err)
-		if callerGone(r.caller) {
+		switch {
+		case callerGone(r.caller):
 			c.kind = tiers.KindCanceled
+		case c.guard.lostHedge():
+			c.kind = kindHedged
 		}
 	}
 	if s.cacheTyp != "" && (err == nil || c.kind == tiers.KindMiss) {

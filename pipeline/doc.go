@@ -14,9 +14,12 @@
 //	             between instances, the local limiters standing in when it fails);
 //	             over a limit: each model stage is skipped (over_quota), or with
 //	             RateLimitConfig.Reject the question gets ErrRejected
-//	flight       Ask only: identical questions in flight (same tenant, same
-//	             history digest, question trimmed, spaces collapsed,
-//	             lower-cased; see flightKey) share one run
+//	flight       identical questions in flight (same tenant, same history
+//	             digest, question trimmed, spaces collapsed, lower-cased; see
+//	             flightKey) share one run, Ask's and Stream's apart
+//	hedge        a stage with HedgeAfter that has not answered (streaming: sent
+//	             no text) by then is joined by the next model stage through its
+//	             own guards; the first answer wins, the other ends as hedged
 //	per stage, in order:
 //	  budget     the call's time limit: min(the tier's Timeout, the time left less
 //	             the reserves of the later stages, see Stage.Reserve); none left:
@@ -62,6 +65,8 @@
 //	the time ran out waiting for documents (retrieving)
 //	caller gone (its context ended or its deadline  ignored   stop: ctx.Err()
 //	passed), a receiver's error in Stream
+//	hedged: cancelled, the hedge's other call won   slow past slow_call_duration (a
+//	                                                          probe: failure), else ignored
 //
 // A breaker hears each failure with its kind and description, kept as its
 // trip reason (breaker.Snapshot.LastTrip).
@@ -91,7 +96,9 @@
 // partial text and the note, or, with ContinueOnBreak, the next model
 // tier continues it (never after a content-filter stop).
 // The breakers hear a stream's outcome when it ends; interrupted and
-// continued answers are not cached.
+// continued answers are not cached. A stream's run goes on a goroutine of
+// its own, each caller reading its events from the first; a caller that
+// leaves leaves the others theirs, and the last one cancels the run.
 //
 // # Measuring
 //

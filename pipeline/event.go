@@ -42,7 +42,9 @@ type Attempt struct {
 	// "timeout" or "server_error") or why the tier or model was skipped
 	// without a call: "breaker_open", "bulkhead_full", "cooling_down"
 	// (after a 429), "over_quota" (the tenant is over its model quota) or
-	// "budget_exhausted" (no time left in the request's budget).
+	// "budget_exhausted" (no time left in the request's budget), or
+	// OutcomeHedged (cancelled: the other call of its hedge answered
+	// first).
 	Outcome  string        `json:"outcome"`
 	Duration time.Duration `json:"-"`
 	Error    string        `json:"error,omitempty"` // a short, secret-free description
@@ -69,6 +71,7 @@ const (
 	EventRateLimited                           // a question was over a rate limit (Reason: "global" or "tenant")
 	EventBulkheadRejected                      // a bulkhead turned a call away (Tier)
 	EventCache                                 // a cache lookup (Tier, Reason: "hit", "miss", "stale")
+	EventHedge                                 // a hedged stage's call was hedged (Tier: the hedged stage, Reason: "true" if the hedge won, else "false"; Attempt.Duration: from the hedged call's start to the end)
 	EventProbe                                 // a prober probed a model (Breaker; Attempt, of tier "probe"; From half_open, To the state after)
 )
 

@@ -64,6 +64,12 @@ type Stage struct {
 	// Stream configures how the tier streams in Pipeline.Stream, if it is
 	// a tiers.StreamTier.
 	Stream StreamConfig
+	// HedgeAfter, if positive, hedges a model stage with the next model
+	// stage after that long without an answer (see hedge.go); 0: never.
+	HedgeAfter time.Duration
+	// HedgeBudget caps the hedges of a healthy stage to this share of its
+	// calls (see hedgeBudget); default 0.1, at most 1.
+	HedgeBudget float64
 }
 
 // KnowledgeBase is what the pipeline needs of a knowledge base: its version
@@ -195,6 +201,7 @@ type Pipeline struct {
 	storeHealth breaker.Store
 	closers     []io.Closer
 	flights     flightGroup
+	streams     streamFlights      // the stream flights taking callers
 	inflight    inflightGate       // the questions in flight, until Close
 	tracer      trace.Tracer       // nil: no spans
 	probers     map[string]*prober // by model ID; read-only after New
@@ -218,8 +225,10 @@ type stage struct {
 	// through a shared store would otherwise turn every failure into
 	// ErrExhausted).
 	lastResort bool
-	last       bool       // the last stage, called whatever the budget leaves
-	guard      quotaGuard // the outermost of the stage's guards (see compose)
+	last       bool         // the last stage, called whatever the budget leaves
+	hedgeTo    *stage       // the stage hedging this one (Stage.HedgeAfter); nil: not hedged
+	hb         *hedgeBudget // the hedges' budget, when hedged
+	guard      quotaGuard   // the outermost of the stage's guards (see compose)
 }
 
 // docsWanter is a tier that retrieves documents: the Memo retrieves the
@@ -297,6 +306,7 @@ func New(opts Options) (*Pipeline, error) {
 		p.condenser = opts.Condenser
 		p.condenseB = p.auxBreaker(opts.Condenser.Model().ID, opts.Tiers[0].Breaker.Store)
 	}
+	p.readyHedges()
 	var after time.Duration
 	for i := len(p.stages) - 1; i >= 0; i-- {
 		p.stages[i].after = after

@@ -146,14 +146,22 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 // each call, and how an answer is sent.
 func (qn *question) descend() (*Result, error) {
 	r, ctx := qn.run, qn.ctx
+	var past *stage // a stage called as a hedge: the loop goes on after it
 	for _, s := range r.p.stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if past != nil {
+			if s == past {
+				past = nil
+			}
+			continue
+		}
 		if !r.stream.wants(s) {
 			continue
 		}
-		a, err := qn.try(s)
+		a, s, hedge, err := qn.attempt(s)
+		past = hedge
 		if err := r.stream.stopped(); err != nil {
 			return nil, err
 		}
@@ -174,6 +182,22 @@ func (qn *question) descend() (*Result, error) {
 	return &r.res, ErrExhausted
 }
 
+// attempt calls stage s, hedged if it is (Stage.HedgeAfter) and no
+// broken stream awaits its continuation. It returns the answer or failure
+// of the call that ended it, the stage of that call, and the hedging
+// stage if it was called too.
+func (qn *question) attempt(s *stage) (tiers.Answer, *stage, *stage, error) {
+	if s.hedgeTo == nil || qn.run.stream.pending() {
+		a, err := qn.try(s)
+		return a, s, nil, err
+	}
+	a, from, tried, err := qn.hedged(s, s.hedgeTo)
+	if !tried {
+		return a, from, nil, err
+	}
+	return a, from, s.hedgeTo, err
+}
+
 // try calls stage s through its guards. It returns errSkipped when a guard
 // did not let the call through.
 func (qn *question) try(s *stage) (tiers.Answer, error) {
@@ -182,7 +206,7 @@ func (qn *question) try(s *stage) (tiers.Answer, error) {
 	r.guard.reported.Store(0)
 	c := call{question: *qn, stage: s, guard: &r.guard, sr: r.stream.request(s)}
 	if r.p.tracer != nil {
-		return qn.traced(s, &c)
+		return qn.traced(qn.ctx, s, &c)
 	}
 	return s.guard.call(qn.ctx, &c)
 }

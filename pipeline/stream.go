@@ -96,12 +96,20 @@ var interruptedNote = map[string]string{
 //
 // fn is called on the caller's goroutine, in order: meta, deltas, maybe a
 // note, then done with the Result, which Stream also returns. An error
-// from fn stops the stream at once (the upstream call is cancelled, its
-// breaker hears nothing) and is returned. Stream returns the same errors
+// from fn stops the caller's stream at once and is returned; when no
+// other caller shares the run, the run is cancelled, an upstream call
+// still under way with it (its breaker hears no failure), before Stream
+// returns. Stream returns the same errors
 // as Ask otherwise; it sends no event when it returns an error. A panic
 // in the pipeline's own code or in fn is returned as an error with its
-// stack, as Ask does; fn's stops the stream as its error would. Identical
-// streamed questions do not share a run (no singleflight).
+// stack, as Ask does; fn's stops the stream as its error would.
+//
+// Identical streamed questions in flight together (the same key as Ask's
+// flights) share one run: each caller gets every event from the first,
+// a late one what was sent before it came and then the rest; a caller
+// that leaves does not stop the others' stream, and the run is cancelled
+// only when they have all left. The callers that joined get a copy of the
+// Result, marked Shared.
 func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEvent) error) (res *Result, err error) {
 	defer aborted(&res, &err)
 	start := time.Now() // the budget counts from here, admission included, as in Ask
@@ -109,7 +117,7 @@ func (p *Pipeline) Stream(ctx context.Context, q tiers.Query, fn func(StreamEven
 	if err != nil {
 		return nil, err
 	}
-	return p.lead(ctx, &run{stream: &streamRun{fn: fn}}, q, degraded, start)
+	return p.streamShared(ctx, q, degraded, start, fn)
 }
 
 // streamRun is the streaming hook of the stage loop (question.descend): what a

@@ -24,9 +24,9 @@ const (
 // traced is try with a span "tier/<name>" around the stage call: its
 // outcome is the call's (success, a failure kind, or the reason a guard
 // skipped it), and a failure its breaker counts marks the span an error.
-func (qn *question) traced(s *stage, c *call) (tiers.Answer, error) {
+func (qn *question) traced(ctx context.Context, s *stage, c *call) (tiers.Answer, error) {
 	r := qn.run
-	ctx, span := r.p.tracer.Start(qn.ctx, "tier/"+s.name,
+	ctx, span := r.p.tracer.Start(ctx, "tier/"+s.name,
 		trace.WithAttributes(AttrTier.String(s.name), AttrSource.String(string(s.source))))
 	a, err := s.guard.call(ctx, c)
 	outcome := OutcomeSuccess

@@ -253,7 +253,7 @@ func (l *LLM) call(ctx context.Context, c Candidate, msgs []openai.ChatCompletio
 	cctx, note := withNote(ctx)
 	res, err := c.Client.CreateChatCompletion(cctx, chatRequest(c, msgs))
 	if err != nil {
-		return Answer{}, classifyCall(l.name, c.ID, err, ctx.Err(), note.retryAfter)
+		return Answer{}, estimateSpent(classifyCall(l.name, c.ID, err, ctx.Err(), note.retryAfter), msgs)
 	}
 	u := Usage{PromptTokens: res.Usage.PromptTokens, CompletionTokens: res.Usage.CompletionTokens}
 	if len(res.Choices) == 0 {

@@ -81,6 +81,9 @@ func TestLLMErrorKinds(t *testing.T) {
 		c, _, _ := hj.Hijack()
 		_ = c.Close()
 	}
+	// A reset or an unreadable answer reports the prompt's estimate: the
+	// model read it, though no usage came back.
+	est := Usage{PromptTokens: estimatePrompt(buildMessages(DefaultSystemPrompt, "hi", nil, nil))}
 	tests := []struct {
 		name       string
 		h          http.HandlerFunc
@@ -101,11 +104,11 @@ func TestLLMErrorKinds(t *testing.T) {
 		{"400 content filter", reply(400, `{"error":{"message":"filtered","code":"content_filter"}}`), KindContentFilter, 400, 0, Usage{}},
 		{"400 other", reply(400, `{"error":{"message":"bad","code":"invalid_value"}}`), KindBadRequest, 400, 0, Usage{}},
 		{"404 model", reply(404, `{"error":{"message":"no such model","code":"model_not_found"}}`), KindOther, 404, 0, Usage{}},
-		{"malformed", reply(200, `{"choices": [ not json`), KindMalformed, 0, 0, Usage{}},
+		{"malformed", reply(200, `{"choices": [ not json`), KindMalformed, 0, 0, est},
 		{"empty choices", reply(200, `{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":0}}`), KindEmpty, 0, 0, Usage{PromptTokens: 9}},
 		{"empty content", reply(200, `{"choices":[{"message":{"role":"assistant","content":"  "}}],"usage":{"prompt_tokens":9,"completion_tokens":1}}`), KindEmpty, 0, 0, Usage{9, 1}},
 		{"finish content_filter", reply(200, `{"choices":[{"message":{"role":"assistant","content":""},"finish_reason":"content_filter"}]}`), KindContentFilter, 0, 0, Usage{}},
-		{"reset", reset, KindConnection, 0, 0, Usage{}},
+		{"reset", reset, KindConnection, 0, 0, est},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

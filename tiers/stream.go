@@ -118,7 +118,14 @@ func (l *LLM) AnswerStream(ctx context.Context, q Query, r StreamRequest) (Answe
 		msgs = continueMessages(msgs, q.Question, r.Continue, r.ContinuePrompt)
 	}
 	a, err := l.each(ctx, q.Guard, func(ctx context.Context, c Candidate) (Answer, *Error) {
-		return l.callStream(ctx, c, msgs, r)
+		a, e := l.callStream(ctx, c, msgs, r)
+		if e != nil {
+			estimateSpent(e, msgs)
+			if a.Interrupted {
+				a.Usage = e.Usage
+			}
+		}
+		return a, e
 	})
 	if err == nil || a.Interrupted {
 		a.Docs = docs

@@ -27,7 +27,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 	scenario := fs.String("scenario", "", "scenario file (YAML), e.g. testdata/scenarios/primary-outage.yaml")
 	out := fs.String("out", "", "directory for report.json, report.md and report.png")
 	speed := fs.Float64("speed", 1, fmt.Sprintf("divide every duration of the scenario by N (and multiply its rates); at most %d", drill.MaxSpeed))
-	settings := fs.String("settings", strings.Join(drill.DefaultSettings, ","), "protection settings to play, one after another (not with --target)")
+	settings := fs.String("settings", strings.Join(drill.DefaultSettings, ","), "protection settings to play, one after another, of none, breaker, full and hedged (default: the first three, and hedged when the scenario hedges a tier; not with --target)")
 	target := fs.String("target", "", "base URL of a running ragfuse server to drive over HTTP instead (the scenario's faults are not injected)")
 	keyEnv := fs.String("api-key-env", "", "with --target: the environment variable holding an API key of the server (auth.keys), sent as a bearer token; the key decides the tenant")
 	if err := parseFlags(fs, args); err != nil {
@@ -51,7 +51,7 @@ func runDrill(ctx context.Context, args []string, e *env) error {
 			}
 		}
 		if len(opts.Settings) == 0 {
-			return usage("--settings: name at least one of " + strings.Join(drill.DefaultSettings, ", "))
+			return usage("--settings: name at least one of " + strings.Join(drill.AllSettings, ", "))
 		}
 	}
 	if err := opts.Check(); err != nil {
