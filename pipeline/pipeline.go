@@ -155,6 +155,10 @@ type Options struct {
 	// Limiter, if set, applies RateLimit across instances; the local
 	// limiters stand in when it cannot answer.
 	Limiter Limiter
+	// Cluster, if set, shares cooldowns (announced when they start, ended
+	// everywhere by EndCooldown) and reloads (ReloadCluster) with the
+	// other instances.
+	Cluster Cluster
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
 	// Tracer, if set, records a span per stage call ("tier/<name>") and
@@ -190,6 +194,7 @@ type Pipeline struct {
 	cool        cooldowns
 	store       string
 	storeHealth breaker.Store
+	cluster     Cluster // Options.Cluster; nil: this instance alone
 	closers     []io.Closer
 	flights     flightGroup
 	inflight    inflightGate // the questions in flight, until Close
@@ -241,6 +246,7 @@ func New(opts Options) (*Pipeline, error) {
 		cooldown:    cmp.Or(max(opts.Cooldown, 0), defaultCooldown),
 		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
+		cluster:     opts.Cluster,
 		closers:     opts.Closers,
 		tracer:      opts.Tracer,
 	}
