@@ -49,9 +49,10 @@ type clusterWork struct {
 
 // ShareCooldown announces that model cools down until until, an absolute
 // time (zero: its cooldown ended, as after a breaker reset). The worker
-// writes <prefix>:cooldown:<model>, expiring at until, and PUBLISHes it on
-// <prefix>:cooldown:events; the other instances hand it to their
-// OnCooldown function. It never blocks on Redis: while Redis is
+// writes <prefix>:cooldown:<model> (expiring at until; an end expires
+// after StateTTL), lists model in the set <prefix>:cooldowns and
+// PUBLISHes it on <prefix>:cooldown:events; the other instances hand it
+// to their OnCooldown function. It never blocks on Redis: while Redis is
 // unreachable the latest announcement per model waits for its return.
 func (s *Store) ShareCooldown(model string, until time.Time) {
 	s.cl.mu.Lock()
@@ -61,8 +62,8 @@ func (s *Store) ShareCooldown(model string, until time.Time) {
 }
 
 // OnCooldown sets the function that hears the cooldowns other instances
-// announce (a zero until: ended), and the live ones read from Redis on
-// every (re)subscription and after an outage; it schedules such a read
+// announce (a zero until: ended), and the stored ones (live cooldowns and
+// ends) read from Redis on every (re)subscription and after an outage; it schedules such a read
 // now. fn is called from the store's goroutines, never with a lock held,
 // and must not block.
 func (s *Store) OnCooldown(fn func(model string, until time.Time)) {
@@ -182,14 +183,17 @@ func (s *Store) clusterCycle(parent context.Context) {
 	cmds, _ := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for model, until := range w.cool {
 			msg, _ := json.Marshal(coolWire{Model: model, Until: until.Round(0), Instance: s.cfg.Instance})
+			ttl := until.Sub(now)
 			if until.IsZero() {
-				p.Del(ctx, s.cooldownKey(model))
-			} else if ttl := until.Sub(now); ttl > 0 {
-				p.Set(ctx, s.cooldownKey(model), msg, max(ttl, time.Millisecond))
-				p.SAdd(ctx, s.cooldownIndex(), model)
-			} else {
+				// The end stays readable (for StateTTL, unless a new
+				// cooldown replaces it), so that an instance that missed
+				// the announcement ends its cooldown at its next resync.
+				ttl = s.cfg.StateTTL
+			} else if ttl <= 0 {
 				continue // over already: nothing to share
 			}
+			p.Set(ctx, s.cooldownKey(model), msg, max(ttl, time.Millisecond))
+			p.SAdd(ctx, s.cooldownIndex(), model)
 			p.Publish(ctx, s.coolChannel(), msg)
 		}
 		if w.member != nil {
