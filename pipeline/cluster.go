@@ -53,7 +53,7 @@ type ClusterReload struct {
 	// Complete is true when every live instance reported this reload
 	// before ReloadCluster returned.
 	Complete bool   `json:"complete"`
-	Error    string `json:"error,omitempty"` // the cluster could not be reached: only this instance reloaded
+	Error    string `json:"cluster_error,omitempty"` // the cluster could not be reached: only this instance reloaded
 }
 
 // digester is a knowledge base that hashes its documents
