@@ -46,7 +46,7 @@ type kbCluster struct {
 	ps  []*pipeline.Pipeline
 }
 
-func newKBCluster(t *testing.T, n int, redisURL string) *kbCluster {
+func newKBCluster(t testing.TB, n int, redisURL string) *kbCluster {
 	t.Helper()
 	c := &kbCluster{srv: llmtest.NewServer(llmtest.Config{}), clk: clock.NewManual(epoch), dir: t.TempDir()}
 	t.Cleanup(c.srv.Close)
@@ -60,7 +60,7 @@ func newKBCluster(t *testing.T, n int, redisURL string) *kbCluster {
 }
 
 // writeKB replaces the one article of the knowledge base.
-func (c *kbCluster) writeKB(t *testing.T, text string) {
+func (c *kbCluster) writeKB(t testing.TB, text string) {
 	t.Helper()
 	if err := os.WriteFile(filepath.Join(c.dir, "returns.md"), []byte("# Returns\n"+text), 0o644); err != nil {
 		t.Fatal(err)
@@ -255,4 +255,26 @@ func TestClusterWithRedisKilled(t *testing.T) {
 	within(t, 2*time.Second, "the reset to reach A and C", func() bool {
 		return cooling(a, "big").IsZero() && cooling(cc, "big").IsZero()
 	})
+}
+
+// BenchmarkClusterReload measures a cluster-wide reload of three
+// instances: one op is ReloadCluster on one of them until every instance
+// reported the reload (each rereading a one-article knowledge base).
+func BenchmarkClusterReload(b *testing.B) {
+	redistest.Client(b)
+	c := newKBCluster(b, 3, redistest.URL())
+	for range 200 {
+		if st := c.ps[0].ClusterStatus(context.Background()); st != nil && len(st.Instances) == 3 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for i := 0; b.Loop(); i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		r, err := c.ps[i%3].ReloadCluster(ctx)
+		cancel()
+		if err != nil || !r.Complete || len(r.Members) != 3 {
+			b.Fatalf("reload %+v, %v", r, err)
+		}
+	}
 }
