@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -53,7 +54,8 @@ func newKBCluster(t testing.TB, n int, redisURL string) *kbCluster {
 	c.writeKB(t, "Returns are accepted within 30 days.")
 	cfg := mustParse(t, strings.NewReplacer("UPSTREAM", c.srv.URL, "REDIS", redisURL,
 		"PREFIX", redistest.Prefix(t), "KB", filepath.ToSlash(c.dir)).Replace(clusterConfig))
-	for range n {
+	for i := range n {
+		cfg.Redis.Instance = "node-" + strconv.Itoa(i)
 		c.ps = append(c.ps, mustBuild(t, cfg, Env{Clock: c.clk, Getenv: noEnv}))
 	}
 	return c
@@ -187,15 +189,18 @@ func TestClusterReloadReachesEveryInstance(t *testing.T) {
 		t.Fatalf("cluster after the reload: %+v, want 3 instances on digest %s", st, r.Digest)
 	}
 	self := 0
-	for _, m := range st.Instances {
+	for i, m := range st.Instances {
 		if m.ReloadID != r.ID || m.Version != 2 {
 			t.Fatalf("member %+v did not run reload %s", m, r.ID)
+		}
+		if want := "node-" + strconv.Itoa(i); m.Instance != want { // redis.instance
+			t.Fatalf("member %d is %q, want %q", i, m.Instance, want)
 		}
 		if m.Self {
 			self++
 		}
 	}
-	if self != 1 {
+	if self != 1 || !st.Instances[0].Self {
 		t.Fatalf("%d members marked self, want 1", self)
 	}
 	// The answer built on the old version is not served on A any more.
