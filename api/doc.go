@@ -11,7 +11,7 @@
 //	GET    /v1/models[/{id}]         the model id an OpenAI client may send ("ragfuse")
 //	GET    /v1/status                all for an admin (with each breaker's last trip reason); a tenant's own view otherwise
 //	GET    /v1/events                admin: the console's live feed (SSE): history, status each second, questions
-//	POST   /v1/admin/reload          reload the knowledge base
+//	POST   /v1/admin/reload          reload the knowledge base (on every instance of a cluster)
 //	POST   /v1/admin/breakers/trip   force a breaker open: {"breaker": "tier/retrieval"}
 //	POST   /v1/admin/breakers/reset  force a breaker closed; {"breaker": "*"}: every one
 //	GET    /console, GET /           the web console (/ redirects there); embedded files

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math"
@@ -26,6 +27,9 @@ type StatusResponse struct {
 	Store         pipeline.StoreStatus       `json:"store"`
 	Cooldowns     []CooldownInfo             `json:"cooldowns"`
 	Probes        []ProbeInfo                `json:"probes"` // the models probed actively (models.<id>.probe)
+	// Cluster is every live instance's knowledge base, with redis.url
+	// (GET /v1/status only, not the console's feed).
+	Cluster *pipeline.ClusterStatus `json:"cluster,omitempty"`
 }
 
 // ProbeInfo is the prober of one model: its settings and its last probe
@@ -131,7 +135,9 @@ func (s *Server) status(c echo.Context) error {
 	if name == "" {
 		return s.tenantStatus(c)
 	}
-	return c.JSON(http.StatusOK, s.statusBody())
+	body := s.statusBody()
+	body.Cluster = s.p.ClusterStatus(c.Request().Context())
+	return c.JSON(http.StatusOK, body)
 }
 
 // statusBody returns the full body of GET /v1/status, an admin's.
@@ -246,10 +252,24 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]any{"status": "ready", "knowledge_base_version": kb.Version})
 }
 
-// reload serves POST /v1/admin/reload: reread the knowledge base.
+// reloadWait bounds how long POST /v1/admin/reload waits for the other
+// instances of a cluster to report the reload.
+const reloadWait = 2 * time.Second
+
+// reloadResponse is the body of POST /v1/admin/reload.
+type reloadResponse struct {
+	Reloaded bool `json:"reloaded"`
+	pipeline.ClusterReload
+}
+
+// reload serves POST /v1/admin/reload: reread the knowledge base here
+// and, in a cluster, on every instance, waiting up to reloadWait for
+// them to report.
 func (s *Server) reload(c echo.Context) error {
-	before := s.p.Status().KnowledgeBase.Version
-	if err := s.p.ReloadKnowledgeBase(); err != nil {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), reloadWait)
+	defer cancel()
+	r, err := s.p.ReloadCluster(ctx)
+	if err != nil {
 		s.log.LogAttrs(c.Request().Context(), slog.LevelError, "knowledge base reload failed", slog.String("admin", adminName(c)),
 			slog.String("request_id", requestID(c)), slog.String("error", err.Error()))
 		if errors.Is(err, pipeline.ErrNoKnowledgeBase) {
@@ -257,9 +277,9 @@ func (s *Server) reload(c echo.Context) error {
 		}
 		return newError(http.StatusInternalServerError, CodeReloadFailed, "reload failed; the previous knowledge base stays in use")
 	}
-	after := s.p.Status().KnowledgeBase.Version
-	s.log.Info("knowledge base reloaded", "admin", adminName(c), "request_id", requestID(c), "version", after)
-	return c.JSON(http.StatusOK, map[string]any{"reloaded": true, "previous_version": before, "version": after})
+	s.log.Info("knowledge base reloaded", "admin", adminName(c), "request_id", requestID(c), "version", r.Version,
+		"reload_id", r.ID, "instances", len(r.Members), "complete", r.Complete)
+	return c.JSON(http.StatusOK, reloadResponse{Reloaded: true, ClusterReload: r})
 }
 
 // breakerRequest is the body of POST /v1/admin/breakers/{trip,reset}.

@@ -67,6 +67,9 @@ func Build(cfg Config, env Env) (*pipeline.Pipeline, error) {
 		closeAll(opts.Closers)
 		return nil, err
 	}
+	if c, ok := opts.Cluster.(*clusterLink); ok {
+		c.join(p)
+	}
 	return p, nil
 }
 
@@ -102,6 +105,7 @@ type builder struct {
 	cache   *cache.Cache               // shared by the cache tiers
 	models  map[string]tiers.Candidate // by models: key
 	limiter pipeline.Limiter           // the shared rate limiter; nil: local limits only
+	cluster *clusterLink               // cooldowns and reloads shared through Redis; nil: none
 	closers []io.Closer
 }
 
@@ -153,6 +157,9 @@ func (b *builder) options() (pipeline.Options, error) {
 	}
 	if b.kb != nil {
 		opts.KnowledgeBase = b.kb
+	}
+	if b.cluster != nil {
+		opts.Cluster = b.cluster
 	}
 	if h, ok := b.ret.(*retrieval.Hybrid); ok {
 		opts.Vectors = h

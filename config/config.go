@@ -146,11 +146,13 @@ type OpenAI struct {
 	NoteInContent bool `yaml:"note_in_content"`
 }
 
-// Redis enables shared breaker state and rate limits.
+// Redis enables shared breaker state, rate limits, cooldowns and
+// knowledge-base reloads.
 type Redis struct {
 	URL       string        `yaml:"url"`        // empty: state stays in this process
 	URLEnv    string        `yaml:"url_env"`    // the environment variable holding the whole URL (password included), instead of url
 	Prefix    string        `yaml:"prefix"`     // key namespace; default "ragfuse"
+	Instance  string        `yaml:"instance"`   // this instance's name in the cluster's status; default random
 	OpTimeout time.Duration `yaml:"op_timeout"` // bound of every Redis call; default 50ms
 }
 

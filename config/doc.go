@@ -48,8 +48,9 @@
 // their breakers and bulkheads. A model's kind (chat, embedding, rerank)
 // says where it may be used. With redis.url (or the URL in the variable
 // redis.url_env) it opens a breaker/redisstore Store under redis.prefix,
-// whose breakers and rate limits every instance shares; the pipeline's
-// Close closes it. An
+// whose breakers, rate limits, cooldowns and knowledge-base reloads every
+// instance shares (pipeline.Options.Cluster; redis.instance names the
+// instance in the cluster's status); the pipeline's Close closes it. An
 // unreachable Redis does not fail Build: the pipeline runs on local state
 // until Redis answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at
@@ -65,5 +66,5 @@
 // # Tests
 //
 //	go test -race ./config/
-//	RAGFUSE_REQUIRE_REDIS=1 go test -race -run Shared ./config/   # Redis on RAGFUSE_TEST_REDIS_URL
+//	RAGFUSE_REQUIRE_REDIS=1 go test -race -run 'Shared|Cluster' ./config/   # Redis on RAGFUSE_TEST_REDIS_URL
 package config

@@ -78,7 +78,7 @@ func ask(t *testing.T, p *pipeline.Pipeline, q string) *pipeline.Result {
 }
 
 // mustParse parses yml, failing the test on an error.
-func mustParse(t *testing.T, yml string) Config {
+func mustParse(t testing.TB, yml string) Config {
 	t.Helper()
 	cfg, err := Parse([]byte(yml))
 	if err != nil {
@@ -88,7 +88,7 @@ func mustParse(t *testing.T, yml string) Config {
 }
 
 // mustBuild builds cfg, closing the pipeline when the test ends.
-func mustBuild(t *testing.T, cfg Config, env Env) *pipeline.Pipeline {
+func mustBuild(t testing.TB, cfg Config, env Env) *pipeline.Pipeline {
 	t.Helper()
 	p, err := Build(cfg, env)
 	if err != nil {

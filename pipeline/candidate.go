@@ -116,7 +116,8 @@ func (r *run) finish(cc *candidateCall, err error, u tiers.Usage, span trace.Spa
 
 // coolDown starts the cooldown of model id after its 429 err: the
 // Retry-After it carries, else the candidate's cooldown, else the
-// pipeline's.
+// pipeline's. A cooldown that lasts longer than the one in force is
+// announced to the cluster, if there is one.
 func (p *Pipeline) coolDown(id string, err error, cooldown time.Duration) {
 	d := cooldown
 	var te *tiers.Error
@@ -126,7 +127,10 @@ func (p *Pipeline) coolDown(id string, err error, cooldown time.Duration) {
 	if d <= 0 {
 		d = p.cooldown
 	}
-	p.cool.set(id, p.clock.Now().Add(d))
+	until := p.clock.Now().Add(d)
+	if p.cool.set(id, until) && p.cluster != nil {
+		p.cluster.ShareCooldown(id, until)
+	}
 }
 
 // cooldowns remembers, per model candidate, until when it is skipped after
@@ -181,11 +185,15 @@ func (c *cooldowns) end(id string, now time.Time) bool {
 	return ok && now.Before(t)
 }
 
-func (c *cooldowns) set(id string, until time.Time) {
+// set makes id cool down until until, unless it already does for longer,
+// and reports whether it changed anything.
+func (c *cooldowns) set(id string, until time.Time) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if until.After(c.until[id]) {
-		c.until[id] = until
-		c.n.Store(int32(len(c.until)))
+	if !until.After(c.until[id]) {
+		return false
 	}
+	c.until[id] = until
+	c.n.Store(int32(len(c.until)))
+	return true
 }

@@ -71,6 +71,18 @@
 // A breaker hears each failure with its kind and description, kept as its
 // trip reason (breaker.Snapshot.LastTrip).
 //
+// # Cluster
+//
+// With Options.Cluster, a cooldown that starts (or grows) is announced
+// with its absolute until-time and EndCooldown announces its end;
+// ApplyCooldown takes the others' without announcing them again, so every
+// instance skips the model until the same instant. ReloadCluster reloads
+// here, asks the others to reload and waits, up to its context's end,
+// until every live instance reports that reload (ClusterReload.Complete);
+// ReloadFromCluster runs a reload asked elsewhere and ClusterStatus lists
+// the instances' versions and digests. Nothing on a question's path
+// waits on the cluster.
+//
 // # Tracing
 //
 // With Options.Tracer, each stage call is a span "tier/<name>" and each

@@ -162,6 +162,10 @@ type Options struct {
 	// Limiter, if set, applies RateLimit across instances; the local
 	// limiters stand in when it cannot answer.
 	Limiter Limiter
+	// Cluster, if set, shares cooldowns (announced when they start, ended
+	// everywhere by EndCooldown) and reloads (ReloadCluster) with the
+	// other instances.
+	Cluster Cluster
 	// Closers are closed by Close, after the questions in flight end.
 	Closers []io.Closer
 	// Probes configures active probing, per model: see Probe.
@@ -199,6 +203,7 @@ type Pipeline struct {
 	cool        cooldowns
 	store       string
 	storeHealth breaker.Store
+	cluster     Cluster // Options.Cluster; nil: this instance alone
 	closers     []io.Closer
 	flights     flightGroup
 	streams     streamFlights      // the stream flights taking callers
@@ -256,6 +261,7 @@ func New(opts Options) (*Pipeline, error) {
 		cooldown:    cmp.Or(max(opts.Cooldown, 0), defaultCooldown),
 		store:       cmp.Or(opts.StoreKind, "memory"),
 		storeHealth: opts.Store,
+		cluster:     opts.Cluster,
 		closers:     opts.Closers,
 		tracer:      opts.Tracer,
 	}

@@ -141,7 +141,12 @@ func (p *Pipeline) TenantCaches(tenant string) []CacheStatus {
 }
 
 // EndCooldown ends the cooldown of model id (a candidate's ID), so that
-// it is called again at once, and reports whether it was cooling down.
-// The cooldowns are this pipeline's own: other instances sharing the
-// breaker store keep theirs.
-func (p *Pipeline) EndCooldown(id string) bool { return p.cool.end(id, p.clock.Now()) }
+// it is called again at once, and reports whether it was cooling down
+// here. With Options.Cluster the end is announced, and the cooldown ends
+// on every instance.
+func (p *Pipeline) EndCooldown(id string) bool {
+	if p.cluster != nil {
+		p.cluster.ShareCooldown(id, time.Time{})
+	}
+	return p.cool.end(id, p.clock.Now())
+}

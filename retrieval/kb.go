@@ -2,6 +2,9 @@ package retrieval
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -28,6 +31,7 @@ type snapshot struct {
 	docs    []Doc
 	byID    map[string]int
 	index   *Index
+	digest  string // see KnowledgeBase.Digest
 }
 
 var (
@@ -112,7 +116,7 @@ func newSnapshot(version uint64, docs []Doc, name string) (*snapshot, error) {
 		}
 		byID[d.ID] = i
 	}
-	return &snapshot{version: version, docs: docs, byID: byID, index: NewIndex(docs)}, nil
+	return &snapshot{version: version, docs: docs, byID: byID, index: NewIndex(docs), digest: digest(docs)}, nil
 }
 
 // Reload re-reads the source and, if it loads cleanly, swaps in the new
@@ -143,6 +147,12 @@ func (kb *KnowledgeBase) Reload() error {
 // cache can drop them when the knowledge base changes.
 func (kb *KnowledgeBase) Version() uint64 { return kb.cur.Load().version }
 
+// Digest returns a short hash of the documents' contents (ids, titles,
+// texts, URLs and tags, in order). Unlike Version, which counts this
+// process's loads, two knowledge bases holding the same documents have the
+// same digest, so instances of a cluster can tell whether they agree.
+func (kb *KnowledgeBase) Digest() string { return kb.cur.Load().digest }
+
 // Len returns the number of documents.
 func (kb *KnowledgeBase) Len() int { return len(kb.cur.Load().docs) }
 
@@ -170,4 +180,16 @@ func (kb *KnowledgeBase) Retrieve(ctx context.Context, query string, k int) ([]D
 // so vec is ignored. Wrap the knowledge base in a Hybrid to use vectors.
 func (kb *KnowledgeBase) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
 	return kb.Retrieve(ctx, query, k)
+}
+
+// digest hashes docs for Digest: the first 12 bytes of the SHA-256 of
+// their JSON forms, in order.
+func digest(docs []Doc) string {
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	for _, d := range docs {
+		d.Score = 0
+		_ = enc.Encode(d) // writing to a hash cannot fail
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
 }

@@ -172,6 +172,34 @@ func TestNew(t *testing.T) {
 	}
 }
 
+func TestDigestFollowsContentNotVersion(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "a.md"), "# A\nfirst text")
+	a, err := retrieval.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := retrieval.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Version() == b.Version() || a.Digest() != b.Digest() || len(a.Digest()) != 24 {
+		t.Fatalf("same files: versions %d, %d, digests %q, %q; want different versions, one 24-digit digest",
+			a.Version(), b.Version(), a.Digest(), b.Digest())
+	}
+	before := a.Digest()
+	write(t, filepath.Join(dir, "a.md"), "# A\nsecond text")
+	if err := a.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if a.Digest() == before {
+		t.Fatalf("digest %q unchanged after the text changed", before)
+	}
+}
+
 func TestEmbeddedTestdataLoads(t *testing.T) {
 	kb := openTestKB(t)
 	var zh, en int

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,5 +96,47 @@ func BenchmarkPropagation(b *testing.B) {
 		wait(breaker.StateOpen)
 		from.Reset()
 		wait(breaker.StateClosed)
+	}
+}
+
+// BenchmarkCooldownPropagation measures how long a cooldown shared by one
+// instance takes to reach another through Redis pub/sub: one op is a
+// cooldown and its end, each waited for on the other side.
+func BenchmarkCooldownPropagation(b *testing.B) {
+	redistest.Client(b)
+	prefix := redistest.Prefix(b)
+	var stores []*redisstore.Store
+	for range 2 {
+		st, err := redisstore.New(redisstore.Config{URL: redistest.URL(), Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer st.Close()
+		stores = append(stores, st)
+	}
+	var seen atomic.Int64 // the until (unix ns) last heard, 0: ended
+	stores[1].OnCooldown(func(_ string, until time.Time) {
+		if until.IsZero() {
+			seen.Store(0)
+		} else {
+			seen.Store(until.UnixNano())
+		}
+	})
+	wait := func(want int64) {
+		deadline := time.Now().Add(5 * time.Second)
+		for seen.Load() != want {
+			if time.Now().After(deadline) {
+				b.Fatalf("cooldown %d never arrived", want)
+			}
+			runtime.Gosched()
+		}
+	}
+	until := time.Now().Add(time.Hour)
+	for b.Loop() {
+		until = until.Add(time.Millisecond)
+		stores[0].ShareCooldown("m", until)
+		wait(until.UnixNano())
+		stores[0].ShareCooldown("m", time.Time{})
+		wait(0)
 	}
 }

@@ -21,6 +21,7 @@ const (
 	DefaultWindow          = 10 * time.Second
 	DefaultWindowBuckets   = 10
 	DefaultStateTTL        = 24 * time.Hour
+	DefaultMemberTTL       = 15 * time.Second
 	maxBuckets             = 60 // buckets read per name and flush, at most
 	minBucketWidth         = time.Millisecond
 	defaultInstanceIDBytes = 8
@@ -60,7 +61,11 @@ type Config struct {
 	// StateTTL is how long a shared state outlives its last announcement;
 	// default 24h.
 	StateTTL time.Duration
-	// Clock places outcomes in time buckets; nil means clock.System.
+	// MemberTTL is how long an instance's knowledge-base state outlives
+	// its last heartbeat (every MemberTTL/3); default 15s.
+	MemberTTL time.Duration
+	// Clock places outcomes in time buckets and measures how long a shared
+	// cooldown's key lives (until its end); nil means clock.System.
 	// Probe leases and key expiry run on Redis time.
 	Clock clock.Clock
 	// Logger receives one Warn when Redis becomes unreachable and one Info
@@ -98,6 +103,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StateTTL <= 0 {
 		c.StateTTL = DefaultStateTTL
+	}
+	if c.MemberTTL <= 0 {
+		c.MemberTTL = DefaultMemberTTL
 	}
 	if c.Clock == nil {
 		c.Clock = clock.System

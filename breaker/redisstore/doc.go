@@ -1,7 +1,8 @@
 // Package redisstore is a breaker.Store that shares circuit breaker state
 // between processes through Redis (any Redis 6 or later), so that several
 // ragfuse instances agree on which dependencies are down. It also provides
-// a Limiter for rate limits shared by the same processes.
+// a Limiter for rate limits shared by the same processes, and shares their
+// 429 cooldowns and knowledge-base reloads.
 //
 // # What is shared
 //
@@ -33,13 +34,26 @@
 //     does (PEXPIREAT, on the announcer's clock), so that the next
 //     half-open period takes a new one and no instance that has not yet
 //     heard of the failure probes before.
+//   - Cooldowns. ShareCooldown writes <prefix>:cooldown:<model> (the
+//     absolute until-time, expiring then; an end, written by a breaker
+//     reset, expires after StateTTL), lists the model in the set
+//     <prefix>:cooldowns and PUBLISHes on <prefix>:cooldown:events; the
+//     others hand it to their OnCooldown function. On every
+//     (re)subscription and after an outage the stored ones are read again.
+//   - Reloads. RequestReload PUBLISHes a reload id on <prefix>:kb:events;
+//     every other store runs its OnReload function with it, one at a time.
+//     SetMember writes an instance's knowledge-base state (version,
+//     digest, last reload id) under <prefix>:kb:member:<instance>, listed
+//     in the set <prefix>:kb:members, every MemberTTL/3 and expiring after
+//     MemberTTL (15s); Members reads the live ones.
 //
 // # Staleness
 //
 // An announcement reaches the other instances after the worker's round
 // trip that carries it (the worker is woken at once; at worst it first
 // finishes the round trip under way, bounded by OpTimeout) and one pub/sub
-// delivery (BenchmarkPropagation). Aggregated counts are late by at most
+// delivery (BenchmarkPropagation); so does a cooldown or its end
+// (BenchmarkCooldownPropagation). Aggregated counts are late by at most
 // FlushInterval + OpTimeout (100ms with the defaults): an outcome is
 // counted cluster-wide at the next flush, and the instance whose flush
 // crosses the threshold trips the cluster. Counts of a period that ended
@@ -60,7 +74,9 @@
 // it logs once, sends the waiting announcements and resyncs: it reads the
 // shared state of every attached breaker, applies it, and announces again
 // any local open that Redis does not hold, so that an outage's trips reach
-// the cluster.
+// the cluster. Cooldowns wait likewise (latest per model) and the stored
+// ones are read again; Members and RequestReload, admin calls, fail with
+// ErrUnavailable.
 //
 // # Measuring
 //
@@ -74,6 +90,7 @@
 //
 // The first runs Allow plus a successful report with no store, a
 // breaker.MemoryStore and this Store, serially and in parallel; the second
-// times a trip and a reset, each seen by another instance. Both need Redis
+// times a trip and a reset, and a cooldown and its end, each seen by
+// another instance. Both need Redis
 // (RAGFUSE_TEST_REDIS_URL); the figures are in docs/performance.md.
 package redisstore

@@ -45,6 +45,8 @@ type Store struct {
 	outbox    map[string]breaker.Shared
 	resync    map[string]bool
 	resyncAll bool
+
+	cl cluster // shared cooldowns and reloads (cluster.go)
 }
 
 // entry is one breaker name known to the store.
@@ -85,6 +87,7 @@ func New(cfg Config) (*Store, error) {
 		subscribed: make(chan struct{}),
 		outbox:     map[string]breaker.Shared{},
 		resync:     map[string]bool{},
+		cl:         cluster{coolOut: map[string]time.Time{}, reloadWake: make(chan struct{}, 1)},
 	}
 	if s.rdb == nil {
 		if cfg.URL == "" {
@@ -110,11 +113,12 @@ func New(cfg Config) (*Store, error) {
 		s.down(err)
 	}
 	ctx, cancel = context.WithTimeout(s.ctx, cfg.OpTimeout)
-	s.ps = s.rdb.Subscribe(ctx, s.channel)
+	s.ps = s.rdb.Subscribe(ctx, s.channel, s.coolChannel(), s.kbChannel())
 	cancel()
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.subscriber()
 	go s.worker()
+	go s.reloader()
 	if err == nil {
 		select {
 		case <-s.subscribed:
@@ -327,6 +331,7 @@ func (s *Store) up() {
 		s.mu.Lock()
 		s.resyncAll = true
 		s.mu.Unlock()
+		s.rejoin()
 	}
 }
 

@@ -43,9 +43,17 @@ func (s *Store) subscriber() {
 			s.mu.Lock()
 			s.resyncAll = true
 			s.mu.Unlock()
+			s.rejoin()
 			s.signal()
 		case *redis.Message:
-			s.receive([]byte(m.Payload))
+			switch m.Channel {
+			case s.channel:
+				s.receive([]byte(m.Payload))
+			case s.coolChannel():
+				s.receiveCooldown([]byte(m.Payload), false)
+			case s.kbChannel():
+				s.receiveReload([]byte(m.Payload))
+			}
 		}
 	}
 }

@@ -33,6 +33,8 @@ func (s *Store) worker() {
 		case <-s.ctx.Done():
 			if s.healthy.Load() {
 				s.cycle(context.Background()) // last announcements, bounded by OpTimeout
+				s.clusterCycle(context.Background())
+				s.leave()
 			}
 			return
 		case <-t.C:
@@ -53,6 +55,7 @@ func (s *Store) worker() {
 			s.up()
 		}
 		s.cycle(s.ctx)
+		s.clusterCycle(s.ctx)
 	}
 }
 

@@ -121,6 +121,16 @@ type status struct {
 		Kind    string
 		Healthy bool
 	}
+	Cooldowns     []struct{ Model string }
+	KnowledgeBase struct{ Version uint64 } `json:"knowledge_base"`
+	Cluster       struct {
+		Agree     bool
+		Instances []struct {
+			Instance string
+			Version  uint64
+			ReloadID string `json:"reload_id"`
+		}
+	}
 }
 
 func (p *serveProc) status(t *testing.T) status {
@@ -148,7 +158,8 @@ func (st status) breaker(name string) string {
 
 // TestServeSharesBreakersThroughRedis runs two `ragfuse serve` processes
 // on one Redis and one upstream: a model tripped through one is open on
-// the other.
+// the other, a 429 through one cools the model down on the other, and a
+// reload through one reloads both.
 func TestServeSharesBreakersThroughRedis(t *testing.T) {
 	redistest.Client(t)
 	dir := t.TempDir()
@@ -197,5 +208,55 @@ func TestServeSharesBreakersThroughRedis(t *testing.T) {
 	srv.ResetStats()
 	if src := b.ask(t, "Can I change my order?"); src != "fallback" || srv.Stats("big").Calls != 0 {
 		t.Fatalf("B: source %s, %d calls to the open model", src, srv.Stats("big").Calls)
+	}
+
+	// A 429 through B cools the fallback down on A too.
+	srv.SetFault("small", llmtest.Fault{Mode: llmtest.ModeRateLimit, RetryAfter: time.Hour})
+	if src := b.ask(t, "Is my parcel insured?"); src != "retrieval" {
+		t.Fatalf("B answered from %s under a 429", src)
+	}
+	waitFor(t, "A to see the cooldown", func() bool { return len(a.status(t).Cooldowns) == 1 })
+	srv.ResetStats()
+	if src := a.ask(t, "Do you ship abroad?"); src != "retrieval" || srv.Stats("small").Calls != 0 {
+		t.Fatalf("A: source %s, %d calls to the cooling model", src, srv.Stats("small").Calls)
+	}
+
+	// A reload through A reloads B; both list both instances.
+	resp, err := http.Post(a.url+"/v1/admin/reload", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Complete bool `json:"complete"`
+		Version  uint64
+		ID       string `json:"reload_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&r)
+	resp.Body.Close()
+	if err != nil || !r.Complete || r.Version != 2 {
+		t.Fatalf("reload: %+v %v", r, err)
+	}
+	for _, p := range []*serveProc{a, b} {
+		st := p.status(t)
+		if st.KnowledgeBase.Version != 2 || len(st.Cluster.Instances) != 2 || !st.Cluster.Agree {
+			t.Fatalf("status after the reload: %+v", st)
+		}
+		for _, m := range st.Cluster.Instances {
+			if m.ReloadID != r.ID {
+				t.Fatalf("instance %+v did not run reload %s", m, r.ID)
+			}
+		}
+	}
+}
+
+// waitFor polls cond every 5ms for at most 5s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
