@@ -225,6 +225,13 @@ type CacheTier struct {
 	MaxTenants int           `yaml:"max_tenants"`                      // tenants held; the least recently used is dropped; default 10000
 	StoreFrom  []string      `yaml:"store_from" kind:"semantic_cache"` // primary and/or fallback; default [primary]; []: none
 	Grace      time.Duration `yaml:"grace" kind:"stale_cache"`         // how long past expiry an entry may be served; default 1h
+	// Shared shares the cache with every instance using the same Redis
+	// and redis.prefix (package rediscache); default true when redis.url
+	// or redis.url_env is set; true without either is an error.
+	Shared *bool `yaml:"shared" kind:"semantic_cache"`
+	// SharedQueue bounds the entries waiting to be written to Redis, the
+	// oldest dropped beyond it; default 4096.
+	SharedQueue int `yaml:"shared_queue" kind:"semantic_cache"`
 }
 
 // RetrievalTier holds the settings of a retrieval tier.
