@@ -113,7 +113,7 @@ func (s *Shared) load() (string, error) {
 	s.mu.Lock()
 	s.loaded, s.loadedAt = n, now
 	s.mu.Unlock()
-	s.log.Info("shared cache: loaded live entries", "entries", n, "took", time.Since(start).Round(time.Millisecond))
+	s.log.Info("shared cache: loaded live entries", "prefix", s.cfg.Prefix, "entries", n, "took", time.Since(start).Round(time.Millisecond))
 	return last, nil
 }
 

@@ -136,7 +136,7 @@ func (s *Shared) down(err error) {
 		return
 	}
 	if s.healthy.CompareAndSwap(true, false) {
-		s.log.Warn("shared cache: redis unreachable; serving local entries, queueing writes", "err", err)
+		s.log.Warn("shared cache: redis unreachable; serving local entries, queueing writes", "prefix", s.cfg.Prefix, "err", err)
 	}
 }
 
@@ -145,7 +145,7 @@ func (s *Shared) down(err error) {
 // just did) and the writer to flush.
 func (s *Shared) up(loaded bool) {
 	if s.healthy.CompareAndSwap(false, true) {
-		s.log.Info("shared cache: redis reachable again; resyncing", "queued", s.q.len())
+		s.log.Info("shared cache: redis reachable again; resyncing", "prefix", s.cfg.Prefix, "queued", s.q.len())
 		if !loaded {
 			s.reload.Store(true)
 		}

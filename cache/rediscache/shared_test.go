@@ -213,7 +213,7 @@ func TestRestartedInstanceLoadsLiveEntries(t *testing.T) {
 			t.Fatalf("B serves %q for %q", got, q)
 		}
 	}
-	if !strings.Contains(b.log.all(), "INFO shared cache: loaded live entries entries=3") {
+	if !strings.Contains(b.log.all(), "INFO shared cache: loaded live entries prefix="+prefix+" entries=3") {
 		t.Fatalf("B's log:\n%s", b.log.all())
 	}
 }
