@@ -198,8 +198,8 @@ func TestSharedCacheDefaultsOnWithRedis(t *testing.T) {
 		})
 	}
 	for yml, want := range map[string]string{
-		"tiers: [{kind: semantic_cache, shared: true}, {kind: static}]": "tiers[0].shared: needs redis.url or redis.url_env",
-		"tiers: [{kind: stale_cache, shared: true}, {kind: static}]":    "tiers[0].shared: not a field",
+		"tiers: [{kind: semantic_cache, shared: true}, {kind: static}]":                              "tiers[0].shared: needs redis.url or redis.url_env",
+		"tiers: [{kind: stale_cache, shared: true}, {kind: static}]":                                 "tiers[0].shared: not a field",
 		"redis: {url: \"redis://127.0.0.1:1/0\"}\ntiers: [{kind: semantic_cache, shared_queue: -1}]": "tiers[0].shared_queue: must be >= 0",
 	} {
 		if _, err := Parse([]byte(yml)); err == nil || !strings.Contains(err.Error(), want) {
