@@ -90,8 +90,7 @@ func (s *Shared) Instance() string { return s.cfg.Instance }
 
 // Stored queues e, just stored by Put, for Redis; it never waits.
 func (s *Shared) Stored(tenant string, vec []float32, e cache.Entry) {
-	s.q.push(item{key: s.keys.entry(tenant, e.Question), value: encode(tenant, vec, e, s.cfg.Instance),
-		until: e.Expires.Add(s.c.Config().Grace)})
+	s.q.push(item{tenant: tenant, vec: append([]float32(nil), vec...), e: e})
 	select {
 	case s.wake <- struct{}{}:
 	default:

@@ -33,12 +33,13 @@ type wireEntry struct {
 	Origin   string         `json:"o"` // the instance that stored it
 }
 
-// item is one entry waiting to be written.
+// item is one entry waiting to be written, as Put stored it: the writer
+// encodes it, so that a question waits for no more than a copy.
 type item struct {
-	key   string    // the entry's key
-	value []byte    // its wireEntry
-	until time.Time // the end of its grace: the key expires then
-	seq   uint64    // its place in the queue
+	tenant string
+	vec    []float32 // a copy of the question's vector
+	e      cache.Entry
+	seq    uint64 // its place in the queue
 }
 
 // keys names what the package keeps in Redis under one prefix.

@@ -126,16 +126,19 @@ func (s *Shared) flush(parent context.Context) bool {
 // the stream; entries past their grace leave the index.
 func (s *Shared) write(ctx context.Context, batch []item) error {
 	now := s.clock.Now()
+	grace := s.c.Config().Grace
 	_, err := s.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
 		for _, it := range batch {
-			ttl := it.until.Sub(now)
+			until := it.e.Expires.Add(grace)
+			ttl := until.Sub(now)
 			if ttl <= 0 {
 				continue
 			}
-			p.Set(ctx, it.key, it.value, ttl)
-			p.ZAdd(ctx, s.keys.index(), redis.Z{Score: float64(it.until.UnixMilli()), Member: it.key})
+			key, value := s.keys.entry(it.tenant, it.e.Question), encode(it.tenant, it.vec, it.e, s.cfg.Instance)
+			p.Set(ctx, key, value, ttl)
+			p.ZAdd(ctx, s.keys.index(), redis.Z{Score: float64(until.UnixMilli()), Member: key})
 			p.XAdd(ctx, &redis.XAddArgs{Stream: s.keys.stream(), MaxLen: s.cfg.StreamMaxLen, Approx: true,
-				Values: []string{"e", string(it.value)}})
+				Values: []string{"e", string(value)}})
 		}
 		p.ZRemRangeByScore(ctx, s.keys.index(), "-inf", "("+itoa(now.UnixMilli()))
 		return nil
