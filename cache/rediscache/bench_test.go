@@ -51,6 +51,7 @@ func BenchmarkSharedHit(b *testing.B) {
 		c    *cache.Cache
 	}{{"local", local}, {"shared", n.c}} {
 		b.Run(bc.name, func(b *testing.B) {
+			defer reportCPU(b)()
 			i := 0
 			for b.Loop() {
 				if _, err := bc.c.Get("acme", asked[i], askedVecs[i], 0); err != nil {
@@ -71,6 +72,7 @@ func BenchmarkStored(b *testing.B) {
 	qs, vs := benchQuestions(b, 4096, "s")
 	put := func(b *testing.B, c *cache.Cache) {
 		i := 0
+		defer reportCPU(b)()
 		for b.Loop() {
 			if err := c.Put("acme", qs[i%len(qs)], vs[i%len(qs)], cache.Entry{Text: "answer"}); err != nil {
 				b.Fatal(err)
@@ -85,6 +87,7 @@ func BenchmarkStored(b *testing.B) {
 	})
 	b.Run("shared-put+write", func(b *testing.B) {
 		n := newNode(b, redistest.URL(), redistest.Prefix(b), rediscache.Config{QueueSize: 1 << 20})
+		defer reportCPU(b)()
 		put(b, n.c)
 		deadline := time.Now().Add(time.Minute)
 		for n.s.ShareStatus().Queued > 0 && time.Now().Before(deadline) {
@@ -94,4 +97,48 @@ func BenchmarkStored(b *testing.B) {
 			b.Fatalf("not all written: %+v", st)
 		}
 	})
+}
+
+// BenchmarkPropagation times an entry stored on one instance until
+// another serves it: one write and one read of the stream.
+func BenchmarkPropagation(b *testing.B) {
+	redistest.Client(b)
+	prefix := redistest.Prefix(b)
+	a := newNode(b, redistest.URL(), prefix, rediscache.Config{})
+	o := newNode(b, redistest.URL(), prefix, rediscache.Config{})
+	deadline := time.Now().Add(5 * time.Second)
+	for o.s.ShareStatus().Loads == 0 || o.s.ShareStatus().Loading {
+		if time.Now().After(deadline) {
+			b.Fatal("no first load")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	qs, vs := benchQuestions(b, 4096, "p")
+	i := 0
+	for b.Loop() {
+		q, v := qs[i%len(qs)], vs[i%len(qs)]
+		want := fmt.Sprint(i)
+		if err := a.c.Put("acme", q, v, cache.Entry{Text: want}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if e, err := o.c.Get("acme", q, v, 0); err == nil && e.Text == want {
+				break
+			}
+			time.Sleep(20 * time.Microsecond)
+		}
+		i++
+	}
+}
+
+// reportCPU reports the process CPU time per operation (cpu-ns/op), the
+// background writer's and reader's included, when the returned function
+// is called at the end of a benchmark.
+func reportCPU(b *testing.B) func() {
+	start := processCPU()
+	return func() {
+		if b.N > 0 {
+			b.ReportMetric(float64(processCPU()-start)/float64(b.N), "cpu-ns/op")
+		}
+	}
 }
