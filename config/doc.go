@@ -48,10 +48,11 @@
 // their breakers and bulkheads. A model's kind (chat, embedding, rerank)
 // says where it may be used. With redis.url (or the URL in the variable
 // redis.url_env) it opens a breaker/redisstore Store under redis.prefix,
-// whose breakers and rate limits every instance shares; the pipeline's
-// Close closes it. An
-// unreachable Redis does not fail Build: the pipeline runs on local state
-// until Redis answers. Build takes its Config by value and never writes
+// whose breakers and rate limits every instance shares, and, unless the
+// semantic_cache tier says shared: false, shares the cache through
+// package rediscache under the same prefix; the pipeline's Close closes
+// both. An unreachable Redis does not fail Build: the pipeline runs on
+// local state until Redis answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at
 // once. Env carries what is not in the file: the clock, the observer, the
 // HTTP client, the environment, the tracer.
