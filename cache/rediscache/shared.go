@@ -28,9 +28,10 @@ type Shared struct {
 
 	ctx    context.Context // cancelled by Close
 	cancel context.CancelFunc
-	stop   chan struct{} // closed by Close: the writer flushes and ends
-	wg     sync.WaitGroup
-	wake   chan struct{} // buffered 1: asks the writer for a round now
+	stop   chan struct{}  // closed by Close: the writer flushes and ends
+	wrote  chan struct{}  // closed by the writer as it ends
+	wg     sync.WaitGroup // the follower
+	wake   chan struct{}  // buffered 1: asks the writer for a round now
 
 	q queue // entries waiting to be written
 
@@ -55,7 +56,7 @@ var _ cache.Replica = (*Shared)(nil)
 func New(cfg Config) (*Shared, *cache.Cache, error) {
 	cfg = cfg.withDefaults()
 	s := &Shared{cfg: cfg, rdb: cfg.Client, keys: keys{cfg.Prefix}, log: cfg.Logger,
-		stop: make(chan struct{}), wake: make(chan struct{}, 1), q: queue{max: cfg.QueueSize}}
+		stop: make(chan struct{}), wrote: make(chan struct{}), wake: make(chan struct{}, 1), q: queue{max: cfg.QueueSize}}
 	if s.rdb == nil {
 		if cfg.URL == "" {
 			return nil, nil, errors.New("rediscache: no Client and no URL")
@@ -76,7 +77,7 @@ func New(cfg Config) (*Shared, *cache.Cache, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.healthy.Store(true)
 	s.reload.Store(true)
-	s.wg.Add(2)
+	s.wg.Add(1)
 	go s.writer()
 	go s.follower()
 	return s, s.c, nil
@@ -120,6 +121,7 @@ func (s *Shared) Close() error {
 	default:
 	}
 	close(s.stop)
+	<-s.wrote
 	s.cancel()
 	var err error
 	if s.own {

@@ -69,7 +69,7 @@ func (q *queue) status() (int, uint64) {
 // while Redis is unreachable (pinging it when nothing is queued). On
 // Close it writes what is queued once more and ends.
 func (s *Shared) writer() {
-	defer s.wg.Done()
+	defer close(s.wrote)
 	retry := time.NewTicker(s.cfg.RetryInterval)
 	defer retry.Stop()
 	for {
