@@ -32,6 +32,7 @@ type Shared struct {
 	wrote  chan struct{}  // closed by the writer as it ends
 	wg     sync.WaitGroup // the follower
 	wake   chan struct{}  // buffered 1: asks the writer for a round now
+	closed atomic.Bool
 
 	q queue // entries waiting to be written
 
@@ -115,10 +116,8 @@ func (s *Shared) Healthy() bool { return s.healthy.Load() }
 // Close writes what is queued (within OpTimeout), stops the background
 // work and closes the connection New opened.
 func (s *Shared) Close() error {
-	select {
-	case <-s.stop:
+	if !s.closed.CompareAndSwap(false, true) {
 		return nil
-	default:
 	}
 	close(s.stop)
 	<-s.wrote
