@@ -227,7 +227,8 @@ type CacheTier struct {
 	Grace      time.Duration `yaml:"grace" kind:"stale_cache"`         // how long past expiry an entry may be served; default 1h
 	// Shared shares the cache with every instance using the same Redis
 	// and redis.prefix (package rediscache); default true when redis.url
-	// or redis.url_env is set; true without either is an error.
+	// or redis.url_env is set. Without Redis the cache stays local (a
+	// shared: true then logs a warning at start).
 	Shared *bool `yaml:"shared" kind:"semantic_cache"`
 	// SharedQueue bounds the entries waiting to be written to Redis, the
 	// oldest dropped beyond it; default 4096.

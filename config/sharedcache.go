@@ -7,14 +7,24 @@ import (
 	"github.com/ragfuse/ragfuse/cache/rediscache"
 )
 
-// newCache returns the cache of the cache tiers: shared through Redis
-// (rediscache) when the first semantic_cache tier's shared: is true or,
-// with redis.url or redis.url_env set, left unset; else local. The shared
+// newCache returns the cache of the cache tiers: with redis.url or
+// redis.url_env set, shared through Redis (rediscache) unless the first
+// semantic_cache tier says shared: false; else local. The shared
 // cache is closed by the pipeline's Close.
 func (b *builder) newCache(cc cache.Config) *cache.Cache {
 	url := redisURL(b.cfg.Redis, b.env.Getenv)
 	tc, ok := b.semanticCache()
-	if !ok || url == "" || tc.Shared != nil && !*tc.Shared {
+	if !ok || tc.Shared != nil && !*tc.Shared {
+		return cache.New(cc)
+	}
+	logger := b.env.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	if url == "" {
+		if tc.Shared != nil {
+			logger.Warn("shared cache: shared: true without redis.url or redis.url_env; the cache stays local")
+		}
 		return cache.New(cc)
 	}
 	r := b.cfg.Redis
@@ -23,10 +33,6 @@ func (b *builder) newCache(cc cache.Config) *cache.Cache {
 	if err != nil {
 		// openShared vets the URL unless Env.BreakerStore is given: then a
 		// URL that does not parse leaves the cache local, said once.
-		logger := b.env.Logger
-		if logger == nil {
-			logger = slog.Default()
-		}
 		logger.Warn("shared cache: not shared", "err", err)
 		return cache.New(cc)
 	}
