@@ -131,7 +131,7 @@ func (s *Shared) write(ctx context.Context, batch []item) error {
 		for _, it := range batch {
 			until := it.e.Expires.Add(grace)
 			ttl := until.Sub(now)
-			if ttl <= 0 {
+			if ttl < time.Millisecond { // past its grace: nothing to share (PX takes milliseconds)
 				continue
 			}
 			key, value := s.keys.entry(it.tenant, it.e.Question), encode(it.tenant, it.vec, it.e, s.cfg.Instance)
