@@ -135,7 +135,7 @@ type OpenAI struct {
 	NoteInContent bool `yaml:"note_in_content"`
 }
 
-// Redis enables shared breaker state and rate limits.
+// Redis enables shared breaker state, rate limits and semantic cache.
 type Redis struct {
 	URL       string        `yaml:"url"`        // empty: state stays in this process
 	URLEnv    string        `yaml:"url_env"`    // the environment variable holding the whole URL (password included), instead of url
