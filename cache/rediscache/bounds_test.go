@@ -17,7 +17,9 @@ var distinct = []string{"How do I return an item?", "Where is my parcel?", "Can 
 func TestCapsBoundWhatOthersSend(t *testing.T) {
 	redistest.Client(t)
 	prefix := redistest.Prefix(t)
-	a := newNode(t, redistest.URL(), prefix, rediscache.Config{})
+	// Without jitter, entries expire in the order they were put: a load
+	// reads the last put first.
+	a := newNode(t, redistest.URL(), prefix, rediscache.Config{Cache: cache.Config{Jitter: -1}})
 	b := newNode(t, redistest.URL(), prefix, rediscache.Config{Cache: cache.Config{MaxEntries: 2, MaxTenants: 2}})
 	eventually(t, 5*time.Second, "B's first load", func() bool { return loaded(b) })
 	for _, q := range distinct {
@@ -40,8 +42,16 @@ func TestCapsBoundWhatOthersSend(t *testing.T) {
 	if st := c.s.ShareStatus(); st.Loaded != 3 || c.c.Size() != 3 {
 		t.Fatalf("C loaded %d entries, holds %d; want LoadLimit 3", st.Loaded, c.c.Size())
 	}
-	if n := c.c.Len("acme"); n > 2 {
-		t.Fatalf("C holds %d entries of acme, want at most max_entries 2", n)
+	for _, tn := range []string{"tenant-1", "tenant-2", "tenant-3"} {
+		if n := c.c.Len(tn); n != 1 {
+			t.Fatalf("C holds %d entries of %s, want the 3 put last", n, tn)
+		}
+	}
+	// A load into a capped tenant keeps the cap.
+	d := newNode(t, redistest.URL(), prefix, rediscache.Config{Cache: cache.Config{MaxEntries: 2}})
+	eventually(t, 5*time.Second, "D's load", func() bool { return loaded(d) })
+	if n := d.c.Len("acme"); d.s.ShareStatus().Loaded != len(distinct)+4 || n != 2 {
+		t.Fatalf("D loaded %d, holds %d entries of acme; want all loaded and max_entries 2 held", d.s.ShareStatus().Loaded, n)
 	}
 }
 
