@@ -15,6 +15,9 @@ type CacheInfo struct {
 	Lookups int64    `json:"lookups"`
 	Hits    int64    `json:"hits"`               // lookups that answered (hit, or stale for a stale_cache tier)
 	HitRate *float64 `json:"hit_rate,omitempty"` // hits / lookups; absent before the first lookup
+	// Shared, for a semantic cache shared through Redis, tells Redis's
+	// health, the loads of the live entries and the queue of writes.
+	Shared *pipeline.SharedCacheStatus `json:"shared,omitempty"`
 }
 
 // cacheTallies counts each cache tier's lookups and hits. The zero value
@@ -40,7 +43,7 @@ func (c *cacheTallies) add(tier string, hit bool) {
 
 // info returns the status of cache tier cs with its lookups.
 func (c *cacheTallies) info(cs pipeline.CacheStatus) CacheInfo {
-	ci := CacheInfo{Tier: cs.Tier, Entries: cs.Entries}
+	ci := CacheInfo{Tier: cs.Tier, Entries: cs.Entries, Shared: cs.Shared}
 	if v, ok := c.m.Load(cs.Tier); ok {
 		t := v.(*cacheTally)
 		ci.Hits, ci.Lookups = t.hits.Load(), t.lookups.Load()

@@ -33,6 +33,7 @@ func (statusCollector) Describe(ch chan<- *prometheus.Desc) {
 		descBulkheadQueued, descCacheEntries, descKBVersion} {
 		ch <- d
 	}
+	describeShared(ch)
 }
 
 // Collect implements prometheus.Collector.
@@ -52,6 +53,7 @@ func (sc statusCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, c := range st.Caches {
 		ch <- prometheus.MustNewConstMetric(descCacheEntries, prometheus.GaugeValue, float64(c.Entries), c.Tier)
+		collectShared(ch, c)
 	}
 	if st.KnowledgeBase.Loaded {
 		ch <- prometheus.MustNewConstMetric(descKBVersion, prometheus.GaugeValue, float64(st.KnowledgeBase.Version))

@@ -39,6 +39,10 @@ type Config struct {
 	// (stale-if-error); default 1h, negative for none.
 	Grace time.Duration
 	Clock clock.Clock // read for every expiry decision; default clock.System
+	// Replica, if set, is told of every entry Put stores, to share it with
+	// other instances (package rediscache builds such a Cache); nil keeps
+	// the cache to this process.
+	Replica Replica
 }
 
 func (c Config) withDefaults() Config {
@@ -170,7 +174,8 @@ func (c *Cache) lookup(name, question string, vec []float32, kbVersion uint64, s
 // It evicts the least recently used entries beyond MaxEntries. It returns
 // ErrBadVector for an unusable vector. A question that normalizes to ""
 // (nothing but punctuation and spaces) is not stored, since it could not be
-// told from another such question, and Put returns nil.
+// told from another such question, and Put returns nil. A stored entry is
+// then handed to Config.Replica, with no lock held.
 func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 	if !usableVector(vec) {
 		return ErrBadVector
@@ -190,9 +195,14 @@ func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 	for {
 		// A tenant dropped since it was found takes no entries: retry on
 		// the one that replaces it.
-		if err := c.create(tenant, now).put(question, key, vec, e, now); !errors.Is(err, errTenantGone) {
-			return err
+		err := c.create(tenant, now).put(question, key, vec, e, now)
+		if errors.Is(err, errTenantGone) {
+			continue
 		}
+		if err == nil && c.cfg.Replica != nil {
+			c.cfg.Replica.Stored(tenant, vec, e)
+		}
+		return err
 	}
 }
 

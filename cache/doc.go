@@ -38,6 +38,14 @@
 // 256 dimensions costs about 2.9 KB of heap after GC
 // (go test -run TestIdleTenantMemory -v ./cache/: 5,000 such tenants).
 //
+// # Sharing
+//
+// A Cache built with Config.Replica hands every entry Put stores to it,
+// with no lock held, so that other instances receive it (package
+// rediscache shares a Cache through Redis). Restore stores an entry
+// received from another instance with its own creation and expiry times,
+// under the same caps, and never replaces a newer entry for the question.
+//
 // # False-hit guard
 //
 // "can I return after 7 days" and "…after 30 days", or "如何开发票" and

@@ -136,6 +136,22 @@ func (t *tenant) serve(r *record, sim float64, now time.Time) Entry {
 func (t *tenant) put(question, key string, vec []float32, e Entry, now time.Time) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.putLocked(question, key, vec, e, now)
+}
+
+// putNewer is put for an entry restored from another instance: it keeps
+// the entry under key when that one was created at or after e.
+func (t *tenant) putNewer(question, key string, vec []float32, e Entry, now time.Time) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if v, ok := t.exact.Get(key); ok && !t.gone && !e.Created.After(v.(*record).entry.Created) {
+		return nil
+	}
+	return t.putLocked(question, key, vec, e, now)
+}
+
+// putLocked implements put; it requires t.mu.
+func (t *tenant) putLocked(question, key string, vec []float32, e Entry, now time.Time) error {
 	if t.gone {
 		return errTenantGone
 	}

@@ -317,7 +317,7 @@ func (b *builder) cacheTier(tc Tier) tiers.Tier {
 		if b.env.Clock != nil {
 			cc.Clock = b.env.Clock
 		}
-		b.cache = cache.New(cc)
+		b.cache = b.newCache(cc)
 	}
 	var version func() uint64
 	if b.kb != nil {

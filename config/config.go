@@ -146,8 +146,8 @@ type OpenAI struct {
 	NoteInContent bool `yaml:"note_in_content"`
 }
 
-// Redis enables shared breaker state, rate limits, cooldowns and
-// knowledge-base reloads.
+// Redis enables shared breaker state, rate limits, cooldowns,
+// knowledge-base reloads and the semantic cache.
 type Redis struct {
 	URL       string        `yaml:"url"`        // empty: state stays in this process
 	URLEnv    string        `yaml:"url_env"`    // the environment variable holding the whole URL (password included), instead of url
@@ -243,6 +243,14 @@ type CacheTier struct {
 	MaxTenants int           `yaml:"max_tenants"`                      // tenants held; the least recently used is dropped; default 10000
 	StoreFrom  []string      `yaml:"store_from" kind:"semantic_cache"` // primary and/or fallback; default [primary]; []: none
 	Grace      time.Duration `yaml:"grace" kind:"stale_cache"`         // how long past expiry an entry may be served; default 1h
+	// Shared shares the cache with every instance using the same Redis
+	// and redis.prefix (package rediscache); default true when redis.url
+	// or redis.url_env is set. Without Redis the cache stays local (a
+	// shared: true then logs a warning at start).
+	Shared *bool `yaml:"shared" kind:"semantic_cache"`
+	// SharedQueue bounds the entries waiting to be written to Redis, the
+	// oldest dropped beyond it; default 4096.
+	SharedQueue int `yaml:"shared_queue" kind:"semantic_cache"`
 }
 
 // RetrievalTier holds the settings of a retrieval tier.

@@ -50,9 +50,11 @@
 // redis.url_env) it opens a breaker/redisstore Store under redis.prefix,
 // whose breakers, rate limits, cooldowns and knowledge-base reloads every
 // instance shares (pipeline.Options.Cluster; redis.instance names the
-// instance in the cluster's status); the pipeline's Close closes it. An
-// unreachable Redis does not fail Build: the pipeline runs on local state
-// until Redis answers. Build takes its Config by value and never writes
+// instance in the cluster's status), and, unless the semantic_cache tier
+// says shared: false, shares the cache through package rediscache under
+// the same prefix; the pipeline's Close closes both. An unreachable Redis
+// does not fail Build: the pipeline runs on local state until Redis
+// answers. Build takes its Config by value and never writes
 // the caller's maps or slices, so one Config may build many pipelines at
 // once. Env carries what is not in the file: the clock, the observer, the
 // HTTP client, the environment, the tracer.

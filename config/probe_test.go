@@ -105,7 +105,7 @@ tiers: [{kind: llm, models: [chat, other, plain]}, {kind: static}]
 	clk.Advance(time.Hour) // every open time is over
 	for _, id := range []string{"chat", "embed", "rank"} {
 		b := p.Breakers().Get("model/" + id)
-		waitFor(t, "model/"+id+" closed by its probe", func() bool { return b.State() == breaker.StateClosed })
+		waitFor(t, 5*time.Second, "model/"+id+" closed by its probe", func() bool { return b.State() == breaker.StateClosed })
 	}
 	paths := map[string]int{}
 	for _, h := range up.hits() {
@@ -120,17 +120,6 @@ tiers: [{kind: llm, models: [chat, other, plain]}, {kind: static}]
 }
 
 // waitFor polls cond every 5ms for at most 5s.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // TestProbeOncePerPeriodInCluster: two instances sharing breaker state in
 // Redis probe a model that is down through one lease: the probe requests
 // reaching it are one per open period for the whole cluster, and one
@@ -153,7 +142,7 @@ tiers:
 	bs := []*breaker.Breaker{ps[0].Breakers().Get("model/big"), ps[1].Breakers().Get("model/big")}
 	bs[0].Trip() // as two failed questions would; the trip reaches the other instance through Redis
 	for i, b := range bs {
-		waitFor(t, "the trip on every instance", func() bool { return b.State() != breaker.StateClosed })
+		waitFor(t, 5*time.Second, "the trip on every instance", func() bool { return b.State() != breaker.StateClosed })
 		_ = i
 	}
 	start := time.Now()
@@ -171,7 +160,7 @@ tiers:
 	}
 	up.setDown(false)
 	for _, b := range bs {
-		waitFor(t, "a probe to close the breaker on every instance", func() bool { return b.State() == breaker.StateClosed })
+		waitFor(t, 5*time.Second, "a probe to close the breaker on every instance", func() bool { return b.State() == breaker.StateClosed })
 	}
 	n := len(up.hits())
 	time.Sleep(2 * period)

@@ -224,6 +224,7 @@ func (c *Config) validateCache(v *validator, t CacheTier, p string) {
 	v.check(t.MaxEntries > 0, p+".max_entries", "must be > 0")
 	v.check(t.MaxTenants > 0, p+".max_tenants", "must be > 0")
 	v.check(t.Grace >= 0, p+".grace", "must be >= 0")
+	v.check(t.SharedQueue >= 0, p+".shared_queue", "must be >= 0")
 	for j, s := range t.StoreFrom {
 		v.check(s == "primary" || s == "fallback", fmt.Sprintf("%s.store_from[%d]", p, j),
 			`must be "primary" or "fallback"`)

@@ -36,10 +36,12 @@ type TierStatus struct {
 	Models  []string      `json:"models,omitempty"` // an llm tier's candidate IDs, in order
 }
 
-// CacheStatus is the size of a cache tier.
+// CacheStatus is the size of a cache tier and, for a semantic cache
+// shared with other instances, how the sharing goes.
 type CacheStatus struct {
-	Tier    string `json:"tier"`
-	Entries int    `json:"entries"`
+	Tier    string             `json:"tier"`
+	Entries int                `json:"entries"`
+	Shared  *SharedCacheStatus `json:"shared,omitempty"`
 }
 
 // KnowledgeBaseInfo tells which version of the knowledge base is loaded
@@ -107,7 +109,7 @@ func (p *Pipeline) Status() Status {
 			st.Bulkheads = append(st.Bulkheads, s.bulk.status(s.name))
 		}
 		if c, ok := s.Tier.(sizer); ok {
-			st.Caches = append(st.Caches, CacheStatus{Tier: s.name, Entries: c.Len()})
+			st.Caches = append(st.Caches, CacheStatus{Tier: s.name, Entries: c.Len(), Shared: sharedStatus(s.Tier)})
 		}
 	}
 	if p.kb != nil {

@@ -148,6 +148,16 @@ func (c *Cache) embeddingError(ctx context.Context, err error) error {
 	return &Error{Kind: KindOf(err), Tier: c.cfg.Name, Err: err}
 }
 
+// SharedStatus reports how the cache is shared with other instances
+// (cache.Cache.ShareStatus); false for a cache of this process alone, and
+// for a stale tier, which only reads what the semantic_cache tier shares.
+func (c *Cache) SharedStatus() (cache.ShareStatus, bool) {
+	if c.cfg.Stale || c.cfg.Cache == nil {
+		return cache.ShareStatus{}, false
+	}
+	return c.cfg.Cache.ShareStatus()
+}
+
 // Invalidate drops the entries not built on knowledge-base version
 // current (see cache.Cache.Invalidate) and returns how many it dropped.
 func (c *Cache) Invalidate(current uint64) int {
