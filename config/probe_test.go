@@ -119,7 +119,6 @@ tiers: [{kind: llm, models: [chat, other, plain]}, {kind: static}]
 	}
 }
 
-// waitFor polls cond every 5ms for at most 5s.
 // TestProbeOncePerPeriodInCluster: two instances sharing breaker state in
 // Redis probe a model that is down through one lease: the probe requests
 // reaching it are one per open period for the whole cluster, and one
