@@ -9,6 +9,10 @@ import (
 // grace period.
 var ErrExpired = errors.New("cache: entry past its grace")
 
+// ErrNotNewer reports an entry given to Restore that is no newer than the
+// one held for the same question, which stays.
+var ErrNotNewer = errors.New("cache: a newer entry is held")
+
 // Replica shares the entries of a Cache with other instances (Config.Replica).
 type Replica interface {
 	// Stored is called after Put stored e (Created, Expires and Question
@@ -31,7 +35,8 @@ type ShareStatus struct {
 	Queued   int       `json:"queued"`   // entries waiting to be written
 	Dropped  uint64    `json:"dropped"`  // entries never written: the queue was full, the oldest went
 	Written  uint64    `json:"written"`  // entries written to the shared store
-	Received uint64    `json:"received"` // entries of other instances stored here
+	Received uint64    `json:"received"` // entries of other instances stored here (not those older than one held)
+	Seen     uint64    `json:"seen"`     // entries of other instances read, stored or not (a newer one may be held)
 }
 
 // ShareStatus returns the status of Config.Replica, false without one.
@@ -45,9 +50,10 @@ func (c *Cache) ShareStatus() (ShareStatus, bool) {
 // Restore stores e, an entry another instance stored with Put, as the
 // answer of tenant to question, whose embedding is vec, keeping its Created
 // and Expires. An entry already held for the same normalized question and
-// created at or after e stays. Restore does not tell Config.Replica. It
-// returns ErrExpired for an entry past its grace and ErrBadVector for an
-// unusable vector; a question that normalizes to "" is not stored.
+// created at or after e stays (ErrNotNewer). Restore does not tell
+// Config.Replica. It returns ErrExpired for an entry past its grace and
+// ErrBadVector for an unusable vector; a question that normalizes to "" is
+// not stored.
 func (c *Cache) Restore(tenant, question string, vec []float32, e Entry) error {
 	if !usableVector(vec) {
 		return ErrBadVector

@@ -68,8 +68,8 @@ func TestRestore(t *testing.T) {
 	// An older copy does not replace a newer entry; a newer one does.
 	older := e
 	older.Text, older.Created = "older", e.Created.Add(-time.Second)
-	if err := f.c.Restore("acme", q, vec, older); err != nil {
-		t.Fatal(err)
+	if err := f.c.Restore("acme", q, vec, older); !errors.Is(err, ErrNotNewer) {
+		t.Fatalf("Restore of an older copy = %v, want ErrNotNewer", err)
 	}
 	f.wantHit("acme", q, "remote", 1)
 	newer := e

@@ -145,7 +145,7 @@ func (t *tenant) putNewer(question, key string, vec []float32, e Entry, now time
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if v, ok := t.exact.Get(key); ok && !t.gone && !e.Created.After(v.(*record).entry.Created) {
-		return nil
+		return ErrNotNewer
 	}
 	return t.putLocked(question, key, vec, e, now)
 }

@@ -321,7 +321,7 @@ func (b *builder) cacheTier(tc Tier) tiers.Tier {
 	}
 	var version func() uint64
 	if b.kb != nil {
-		version = b.kb.Version
+		version = b.kb.ContentVersion // equal on every instance holding the same documents
 	}
 	cc := tiers.CacheConfig{Name: tc.Name, Stale: tc.Kind == KindStaleCache, Cache: b.cache, Embedder: b.emb, KBVersion: version}
 	if !cc.Stale {

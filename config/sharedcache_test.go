@@ -3,6 +3,7 @@ package config
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,42 @@ func TestSharedCacheHitOnEveryInstance(t *testing.T) {
 	}
 	if got := cc.srv.Stats("big").Calls; got != calls+1 {
 		t.Fatalf("%d model calls on the restarted B, want 1 (initech's)", got-calls)
+	}
+}
+
+// TestSharedCacheAcrossKnowledgeBaseLoads: entries are marked with the
+// knowledge base's content, not with how often an instance loaded it, so
+// an instance started after the others reloaded the same documents serves
+// their entries, and one holding other documents does not.
+func TestSharedCacheAcrossKnowledgeBaseLoads(t *testing.T) {
+	redistest.Client(t)
+	cc := newCacheCluster(t, 1, redistest.URL(), "shared: true")
+	a := cc.ins[0]
+	waitLoaded(t, a)
+	if err := a.ReloadKnowledgeBase(); err != nil { // A at version 2, same documents
+		t.Fatal(err)
+	}
+	const q = "How do I return an item?"
+	if res := askAs(t, a, "acme", q); res.Source != tiers.SourcePrimary {
+		t.Fatalf("A answered from %s", res.Source)
+	}
+	start := func(docs []retrieval.Doc) *pipeline.Pipeline {
+		kb, err := retrieval.New(docs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := mustBuild(t, cc.cfg, Env{Clock: clock.NewManual(epoch), KnowledgeBase: kb, Getenv: noEnv})
+		t.Cleanup(func() { _ = p.Close() })
+		waitFor(t, time.Second, "A's entry", func() bool { sh := shared(p); return sh != nil && (sh.Loaded > 0 || sh.Received > 0) })
+		return p
+	}
+	same := start(testDocs) // version 1
+	if res := askAs(t, same, "acme", q); res.Source != tiers.SourceCache {
+		t.Fatalf("an instance on the same documents answered from %s: %v", res.Source, outcomes(res))
+	}
+	other := start(append(slices.Clone(testDocs), retrieval.Doc{ID: "new", Title: "New", Text: "A new article."}))
+	if res := askAs(t, other, "acme", q); res.Source != tiers.SourcePrimary {
+		t.Fatalf("an instance on other documents answered from %s", res.Source)
 	}
 }
 

@@ -67,3 +67,20 @@ func (c *call) startAt(now time.Time) bool {
 	c.start, c.limit = now, c.budget.limit(c.stage, now)
 	return c.limit > 0 || c.stage.last
 }
+
+// retrievalTimeout returns opts.RetrievalTimeout with its default filled
+// in, 0 for none.
+func retrievalTimeout(opts Options) time.Duration {
+	switch {
+	case opts.RetrievalTimeout < 0:
+		return 0
+	case opts.RetrievalTimeout > 0:
+		return opts.RetrievalTimeout
+	}
+	for _, st := range opts.Tiers {
+		if st.Tier.Source() == tiers.SourceRetrieval && st.Timeout > 0 {
+			return st.Timeout
+		}
+	}
+	return defaultRetrievalTimeout
+}

@@ -39,7 +39,7 @@ func (p *Pipeline) ReloadKnowledgeBase() error {
 		return err
 	}
 	// Entries built on another version are never served again: free them.
-	v := p.kb.Version()
+	v := p.kbCacheVer()
 	for _, s := range p.stages {
 		if c, ok := s.Tier.(invalidator); ok {
 			c.Invalidate(v)
@@ -68,4 +68,18 @@ func (p *Pipeline) Close() error {
 		errs = append(errs, c.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// contentVersioner is a knowledge base whose documents' hash gives a
+// version equal across processes (retrieval.KnowledgeBase.ContentVersion).
+type contentVersioner interface{ ContentVersion() uint64 }
+
+// cacheVersion returns the version cache entries are marked with: kb's
+// ContentVersion when it has one, so that instances sharing a cache agree
+// on it, else its Version.
+func cacheVersion(kb KnowledgeBase) func() uint64 {
+	if c, ok := kb.(contentVersioner); ok {
+		return c.ContentVersion
+	}
+	return kb.Version
 }

@@ -199,6 +199,7 @@ type Pipeline struct {
 	vectors     Vectors
 	retrieveFor time.Duration // Options.RetrievalTimeout, defaults filled in
 	kb          KnowledgeBase
+	kbCacheVer  func() uint64 // cacheVersion(kb), when kb is set
 	cooldown    time.Duration
 	cool        cooldowns
 	store       string
@@ -266,6 +267,9 @@ func New(opts Options) (*Pipeline, error) {
 		tracer:      opts.Tracer,
 	}
 	p.cool.until = map[string]time.Time{}
+	if p.kb != nil {
+		p.kbCacheVer = cacheVersion(p.kb)
+	}
 	var err error
 	if p.probers, err = newProbers(opts.Probes); err != nil {
 		return nil, err
@@ -320,23 +324,6 @@ func New(opts Options) (*Pipeline, error) {
 	}
 	p.startProbers(opts.Tiers[0].Breaker.Store)
 	return p, nil
-}
-
-// retrievalTimeout returns opts.RetrievalTimeout with its default filled
-// in, 0 for none.
-func retrievalTimeout(opts Options) time.Duration {
-	switch {
-	case opts.RetrievalTimeout < 0:
-		return 0
-	case opts.RetrievalTimeout > 0:
-		return opts.RetrievalTimeout
-	}
-	for _, st := range opts.Tiers {
-		if st.Tier.Source() == tiers.SourceRetrieval && st.Timeout > 0 {
-			return st.Timeout
-		}
-	}
-	return defaultRetrievalTimeout
 }
 
 // newStage readies st, the last stage if last: its breakers, its bulkhead

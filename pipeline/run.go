@@ -134,7 +134,7 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 		// an answer built while the knowledge base is reloaded is not
 		// cached under the new version, even when the cache tier was
 		// skipped before it.
-		q.Memo.KBVersion(p.kb.Version)
+		q.Memo.KBVersion(p.kbCacheVer)
 	}
 	return q
 }

@@ -3,6 +3,7 @@ package retrieval
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"io/fs"
@@ -32,6 +33,7 @@ type snapshot struct {
 	byID    map[string]int
 	index   *Index
 	digest  string // see KnowledgeBase.Digest
+	content uint64 // see KnowledgeBase.ContentVersion
 }
 
 var (
@@ -116,7 +118,8 @@ func newSnapshot(version uint64, docs []Doc, name string) (*snapshot, error) {
 		}
 		byID[d.ID] = i
 	}
-	return &snapshot{version: version, docs: docs, byID: byID, index: NewIndex(docs), digest: digest(docs)}, nil
+	sum := digest(docs)
+	return &snapshot{version: version, docs: docs, byID: byID, index: NewIndex(docs), digest: sum, content: contentVersion(sum)}, nil
 }
 
 // Reload re-reads the source and, if it loads cleanly, swaps in the new
@@ -153,6 +156,13 @@ func (kb *KnowledgeBase) Version() uint64 { return kb.cur.Load().version }
 // same digest, so instances of a cluster can tell whether they agree.
 func (kb *KnowledgeBase) Digest() string { return kb.cur.Load().digest }
 
+// ContentVersion returns a number derived from Digest, never 0: equal for
+// knowledge bases holding the same documents, in any process, and
+// different (but for a 2^-64 chance) when the documents differ. Caches
+// shared between instances mark entries with it, since Version counts one
+// process's loads and a restarted instance is back at 1.
+func (kb *KnowledgeBase) ContentVersion() uint64 { return kb.cur.Load().content }
+
 // Len returns the number of documents.
 func (kb *KnowledgeBase) Len() int { return len(kb.cur.Load().docs) }
 
@@ -180,6 +190,12 @@ func (kb *KnowledgeBase) Retrieve(ctx context.Context, query string, k int) ([]D
 // so vec is ignored. Wrap the knowledge base in a Hybrid to use vectors.
 func (kb *KnowledgeBase) RetrieveVector(ctx context.Context, query string, vec []float32, k int) ([]Doc, error) {
 	return kb.Retrieve(ctx, query, k)
+}
+
+// contentVersion is the first 8 bytes of the hex digest sum, never 0.
+func contentVersion(sum string) uint64 {
+	b, _ := hex.DecodeString(sum) // sum is digest's hex: cannot fail
+	return max(binary.BigEndian.Uint64(b[:8]), 1)
 }
 
 // digest hashes docs for Digest: the first 12 bytes of the SHA-256 of

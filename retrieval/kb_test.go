@@ -172,7 +172,7 @@ func TestNew(t *testing.T) {
 	}
 }
 
-func TestDigestFollowsContentNotVersion(t *testing.T) {
+func TestDigestAndContentVersionFollowContentNotVersion(t *testing.T) {
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, "a.md"), "# A\nfirst text")
 	a, err := retrieval.Open(dir)
@@ -190,13 +190,16 @@ func TestDigestFollowsContentNotVersion(t *testing.T) {
 		t.Fatalf("same files: versions %d, %d, digests %q, %q; want different versions, one 24-digit digest",
 			a.Version(), b.Version(), a.Digest(), b.Digest())
 	}
-	before := a.Digest()
+	if a.ContentVersion() != b.ContentVersion() || a.ContentVersion() == 0 {
+		t.Fatalf("same files: content versions %d, %d; want one, not 0", a.ContentVersion(), b.ContentVersion())
+	}
+	before, beforeCV := a.Digest(), a.ContentVersion()
 	write(t, filepath.Join(dir, "a.md"), "# A\nsecond text")
 	if err := a.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if a.Digest() == before {
-		t.Fatalf("digest %q unchanged after the text changed", before)
+	if a.Digest() == before || a.ContentVersion() == beforeCV {
+		t.Fatalf("digest %q, content version %d unchanged after the text changed", before, beforeCV)
 	}
 }
 

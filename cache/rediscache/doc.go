@@ -38,7 +38,9 @@
 // lands in its own tenant's partition, so tenants stay apart, and
 // cache.Config's MaxEntries and MaxTenants bound each instance's memory
 // as they do locally. An entry built on another knowledge-base version is
-// held but not served, as locally.
+// held but not served, as locally; package config marks entries with
+// retrieval.KnowledgeBase.ContentVersion, a hash of the documents, so that
+// instances holding the same files agree however often each loaded them.
 //
 // # Loading
 //

@@ -89,6 +89,7 @@ func (s *Shared) apply(values map[string]any) {
 	if err != nil || w.Origin == s.cfg.Instance {
 		return
 	}
+	s.seen.Add(1)
 	if s.c.Restore(w.Tenant, w.Question, vec, e) == nil {
 		s.received.Add(1)
 	}

@@ -42,6 +42,7 @@ type Shared struct {
 	loads    atomic.Int64
 	written  atomic.Uint64
 	received atomic.Uint64
+	seen     atomic.Uint64
 
 	mu       sync.Mutex // guards loaded and loadedAt
 	loaded   int
@@ -102,7 +103,7 @@ func (s *Shared) Stored(tenant string, vec []float32, e cache.Entry) {
 // ShareStatus reports the sharing: Redis's health, the loads, the queue.
 func (s *Shared) ShareStatus() cache.ShareStatus {
 	st := cache.ShareStatus{Kind: "redis", Healthy: s.healthy.Load(), Loading: s.loading.Load(),
-		Loads: int(s.loads.Load()), Written: s.written.Load(), Received: s.received.Load()}
+		Loads: int(s.loads.Load()), Written: s.written.Load(), Received: s.received.Load(), Seen: s.seen.Load()}
 	st.Queued, st.Dropped = s.q.status()
 	s.mu.Lock()
 	st.Loaded, st.LoadedAt = s.loaded, s.loadedAt

@@ -12,6 +12,7 @@ import (
 	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
 	"github.com/ragfuse/ragfuse/cache"
 	"github.com/ragfuse/ragfuse/cache/rediscache"
+	"github.com/ragfuse/ragfuse/clock"
 )
 
 // testOpTimeout is longer than the default, so that a loaded test machine
@@ -321,4 +322,27 @@ func (h *logRec) all() string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return strings.Join(h.recs, "\n")
+}
+
+// TestOlderEntrySeenNotStored: an entry of another instance that is older
+// than the one held for the same question is read (Seen) but not stored
+// (Received), and the newer answer stays.
+func TestOlderEntrySeenNotStored(t *testing.T) {
+	redistest.Client(t)
+	prefix := redistest.Prefix(t)
+	a := newNode(t, redistest.URL(), prefix, rediscache.Config{})
+	later := clock.NewManual(time.Now().Add(time.Hour)) // B's entries are newer than A's
+	b := newNode(t, redistest.URL(), prefix, rediscache.Config{Cache: cache.Config{Clock: later}})
+	eventually(t, 5*time.Second, "the first loads", func() bool { return loaded(a) && loaded(b) })
+	const q = "How do I return an item?"
+	b.put(t, "acme", q, "newer")
+	eventually(t, time.Second, "B's entry on A", func() bool { return a.s.ShareStatus().Received == 1 })
+	a.put(t, "acme", q, "older")
+	eventually(t, time.Second, "A's entry read by B", func() bool { return b.s.ShareStatus().Seen == 1 })
+	if st := b.s.ShareStatus(); st.Received != 0 || st.Written != 1 {
+		t.Fatalf("B's status %+v; want A's older entry seen, not stored", st)
+	}
+	if got := b.text(t, "acme", q); got != "newer" {
+		t.Fatalf("B serves %q, want its newer answer", got)
+	}
 }
