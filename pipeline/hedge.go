@@ -56,7 +56,7 @@ type legDelta struct {
 
 // hedge is one hedged stage call of question qn.
 type hedge struct {
-	qn     *question
+	qn     question     // a copy: a pointer to the stage loop's would move it to the heap
 	legs   [2]*hedgeLeg // [0] the hedged stage's, [1] the hedge's once started
 	ends   chan legEnd  // room for both: a leg never waits to end
 	deltas chan legDelta
@@ -91,7 +91,7 @@ func (p *Pipeline) hedgeTo(i int) *stage {
 // failure) that ends the hedge, the stage that gave it, and whether the
 // hedge stage was called too (the stage loop then goes on after it).
 func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried bool, err error) {
-	h := &hedge{qn: qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
+	h := &hedge{qn: *qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
 	t0 := time.Now()
 	h.start(0, s)
 	timer := time.NewTimer(s.HedgeAfter)
@@ -151,7 +151,7 @@ func (h *hedge) start(i int, s *stage) {
 	l := &hedgeLeg{s: s}
 	l.g = candidateGuard{run: qn.run, stage: s}
 	l.ctx, l.cancel = context.WithCancel(qn.ctx)
-	l.c = call{question: *qn, stage: s, guard: &l.g, sr: qn.run.stream.request(s)}
+	l.c = call{question: qn, stage: s, guard: &l.g, sr: qn.run.stream.request(s)}
 	if l.c.sr != nil {
 		l.emit, l.ack = l.c.sr.Emit, make(chan error)
 		l.c.sr.Emit = func(d tiers.Delta) error { return h.send(l, d) }
