@@ -43,6 +43,9 @@ func TestFirstWave(t *testing.T) {
 	}
 	goal(t, r.Settings[0], "p99 of the questions asked in the first 10 s of the outage")
 	goal(t, r.Settings[0], "calls to the failing model from the outage's start to the trip")
+	if g := goal(t, r.Settings[1], "calls to a failing model per open period"); !g.Unmeasured {
+		t.Errorf("the per-period bar of a trip by failures is judged on a hang: %+v", g)
+	}
 }
 
 // TestFailingTokensAreTheAttempts: with the pipeline's model calls seen,
