@@ -231,6 +231,9 @@ func TestSharedCacheThroughRedisOutage(t *testing.T) {
 	before := "How do I return an item?"
 	ask(a, before)
 	waitFor(t, time.Second, "A's answer on C", func() bool { return shared(c).Received == 1 })
+	// The outage begins once A knows its write went through: a write whose
+	// reply the outage cuts off stays queued.
+	waitFor(t, time.Second, "A's write", func() bool { sh := shared(a); return sh.Written == 1 && sh.Queued == 0 })
 
 	srv.Kill()
 	waitFor(t, 5*time.Second, "A to notice the outage", func() bool { return !shared(a).Healthy })
