@@ -268,6 +268,9 @@ func TestSharedCacheThroughRedisOutage(t *testing.T) {
 	before := "How do I return an item?"
 	ask(a, before)
 	waitFor(t, time.Second, "A's answer on C", func() bool { return shared(c).Received == 1 })
+	// The outage begins once A knows its write went through: a write whose
+	// reply the outage cuts off stays queued.
+	waitFor(t, time.Second, "A's write", func() bool { sh := shared(a); return sh.Written == 1 && sh.Queued == 0 })
 
 	srv.Kill()
 	waitFor(t, 5*time.Second, "A to notice the outage", func() bool { return !shared(a).Healthy })
@@ -294,8 +297,12 @@ func TestSharedCacheThroughRedisOutage(t *testing.T) {
 	srv.Start()
 	// After the outage the newest 3 of A's answers, and B's, reach C.
 	newest := append(append([]string(nil), during[2:]...), fromB)
+	// C holds every entry A and B wrote (A's first answer of the outage
+	// too, if its write was still being retried when Redis came back).
 	waitFor(t, 10*time.Second, "the outage's answers on C", func() bool {
-		return shared(a).Queued == 0 && shared(b).Queued == 0 && c.Status().Caches[0].Entries >= 1+len(newest)
+		sa, sb := shared(a), shared(b)
+		return sa.Queued == 0 && sb.Queued == 0 && sa.Written >= 4 && sb.Written >= 1 &&
+			uint64(c.Status().Caches[0].Entries) >= sa.Written+sb.Written
 	})
 	calls := cc.srv.Stats("big").Calls
 	for _, q := range newest {
