@@ -27,7 +27,9 @@ models:
 knowledge_base: {path: "KB"}
 redis: {url: "REDIS", prefix: "PREFIX", op_timeout: 500ms}
 tiers:
-  - {name: cache, kind: semantic_cache, embedder: hash}
+  # shared: false: each instance asks the model itself, so that the model
+  # calls the tests count are those of the cooldowns and reloads
+  - {name: cache, kind: semantic_cache, embedder: hash, shared: false}
   - {name: primary, kind: llm, models: [big], timeout: 1s, context_docs: 1}
   - {name: fallback, kind: llm, models: [small], timeout: 1s, context_docs: 1}
   - {name: retrieval, kind: retrieval}
