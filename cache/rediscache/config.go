@@ -40,8 +40,8 @@ type Config struct {
 	// Instance identifies this process in the entries it announces, so
 	// that it skips its own; default a random hex string.
 	Instance string
-	// OpTimeout bounds every Redis call but the stream's blocking read;
-	// default 50ms.
+	// OpTimeout bounds every Redis call but the stream's blocking read
+	// and a load's pages (max(20 x OpTimeout, 1s) each); default 50ms.
 	OpTimeout time.Duration
 	// Block is how long one read of the stream waits for news; default
 	// 500ms.

@@ -1,7 +1,8 @@
 // Package rediscache shares a semantic cache (cache.Cache) between ragfuse
-// instances through Redis (any Redis 6 or later): an answer stored on one
-// instance is served by every other. Every lookup stays local; Redis is
-// the store of record and the message bus, and nothing on a question's
+// instances through one Redis server (6 or later; not Redis Cluster: the
+// writer's transactions span keys of several slots): an answer stored on
+// one instance is served by every other. Every lookup stays local; Redis
+// is the store of record and the message bus, and nothing on a question's
 // path waits on it.
 //
 // # Keys and stream

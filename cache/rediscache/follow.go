@@ -134,7 +134,7 @@ func (s *Shared) loadEntries() (int, string, error) {
 	lo := strconv.FormatInt(s.clock.Now().UnixMilli(), 10)
 	stored := 0
 	for off := 0; off < s.cfg.LoadLimit; off += loadPage {
-		ctx, cancel := context.WithTimeout(s.ctx, s.cfg.OpTimeout)
+		ctx, cancel := context.WithTimeout(s.ctx, s.pageTimeout())
 		ks, err := s.rdb.ZRevRangeByScore(ctx, s.keys.index(), &redis.ZRangeBy{Min: lo, Max: "+inf",
 			Offset: int64(off), Count: int64(min(loadPage, s.cfg.LoadLimit-off))}).Result()
 		var vals []any
@@ -152,6 +152,12 @@ func (s *Shared) loadEntries() (int, string, error) {
 	}
 	return stored, last, nil
 }
+
+// pageTimeout bounds the read of one page of the load: loadPage entries
+// with their vectors (megabytes at a large model's dimensions) take far
+// longer than OpTimeout's single small reply, and a page cut short starts
+// the load over; at least a second, or 20 times OpTimeout.
+func (s *Shared) pageTimeout() time.Duration { return max(20*s.cfg.OpTimeout, time.Second) }
 
 // restore stores the loaded values of keys ks and returns how many it
 // stored. An entry whose key names another tenant than the entry itself
