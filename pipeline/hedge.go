@@ -15,10 +15,13 @@ import (
 // first text) wins and the other call is cancelled. The loser's attempts
 // end as "hedged": a cancelled call its breakers count as slow if it ran
 // past their slow_call_duration and ignore otherwise (it did not fail).
+// When neither call answers, the stage loop goes on after the hedged
+// stage, leaving out the hedging one unless a guard skipped its call.
 // A hedge the budget (hedgeBudget) refuses is asked again every
-// hedgeRecheck while the call runs. Both calls run on goroutines of their own; the question's goroutine
-// waits for them, and sends the winner's text, so that a stream's receiver
-// is still called on it. The question returns only when both have ended.
+// hedgeRecheck while the call runs. Both calls run on goroutines of their
+// own; the question's goroutine waits for them, and sends the winner's
+// text, so that a stream's receiver is still called on it. The question
+// returns only when both have ended.
 
 // OutcomeHedged is the Outcome of an attempt cancelled because the other
 // call of its hedge answered first.
@@ -89,7 +92,7 @@ func (p *Pipeline) hedgeTo(i int) *stage {
 
 // hedged calls stage s hedged by stage to. It returns the answer (or the
 // failure) that ends the hedge, the stage that gave it, and whether the
-// hedge stage was called too (the stage loop then goes on after it).
+// hedge stage was called too (the stage loop then leaves it out).
 func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried bool, err error) {
 	h := &hedge{qn: *qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
 	t0 := time.Now()

@@ -273,3 +273,65 @@ func TestHedgeLosingProbeReopens(t *testing.T) {
 		}
 	})
 }
+
+// failsAfter is a tier function that fails with kind after d, or when its
+// context ends first.
+func failsAfter(d time.Duration, kind tiers.Kind) func(context.Context, tiers.Query) (tiers.Answer, error) {
+	return func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		select {
+		case <-time.After(d):
+			return fails(kind)(ctx, q)
+		case <-ctx.Done():
+			return hangs(ctx, q)
+		}
+	}
+}
+
+// TestHedgeThenDescend: when neither call of a hedge answers, the stages
+// after the hedged one are asked in order, the hedging one only if its
+// call was skipped.
+func TestHedgeThenDescend(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		fallbackShut  bool // the fallback's breaker is open when the hedge starts, half-open when the primary fails
+		source        tiers.Source
+		fallbackCalls int64
+	}{
+		{name: "the stage between is asked", source: tiers.SourceRetrieval, fallbackCalls: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var clk interface{ Advance(time.Duration) time.Time }
+				primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+					a, err := failsAfter(2*time.Second, tiers.KindServer)(ctx, q)
+					clk.Advance(time.Minute) // the fallback's breaker half-opens
+					return a, err
+				})
+				retrieval := tier("retrieval", tiers.SourceRetrieval, fails(tiers.KindNoDocs))
+				if !tc.fallbackShut {
+					retrieval.fn = answers("see the returns page")
+				}
+				fallback := tier("fallback", tiers.SourceFallback, answers("returns are free"))
+				if !tc.fallbackShut {
+					fallback.fn = fails(tiers.KindServer)
+				}
+				p, mc := newTestPipeline(t, Options{RequestTimeout: time.Minute, Tiers: []Stage{
+					{Tier: primary, Model: true, Timeout: 15 * time.Second, HedgeAfter: time.Second},
+					{Tier: retrieval},
+					{Tier: fallback, Model: true, Timeout: 15 * time.Second, Breaker: breaker.Config{OpenDuration: 10 * time.Second}},
+					{Tier: tiers.NewStatic("static", "sorry")},
+				}})
+				clk = mc
+				if tc.fallbackShut {
+					b, _ := p.Breakers().Lookup("tier/fallback")
+					b.Trip()
+				}
+				res := ask(t, p, "are returns free")
+				if res.Source != tc.source || fallback.calls.Load() != tc.fallbackCalls || retrieval.calls.Load() != 1 {
+					t.Fatalf("answered by %s (%v); %d fallback calls, %d retrieval calls; want %s, %d, 1",
+						res.Source, outcomes(res), fallback.calls.Load(), retrieval.calls.Load(), tc.source, tc.fallbackCalls)
+				}
+			})
+		})
+	}
+}
