@@ -92,7 +92,8 @@ func (p *Pipeline) hedgeTo(i int) *stage {
 
 // hedged calls stage s hedged by stage to. It returns the answer (or the
 // failure) that ends the hedge, the stage that gave it, and whether the
-// hedge stage was called too (the stage loop then leaves it out).
+// hedge stage was called, not skipped by a guard (the stage loop then
+// skips it).
 func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried bool, err error) {
 	h := &hedge{qn: *qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
 	t0 := time.Now()
@@ -115,7 +116,10 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 			h.deliver(d)
 		case e := <-h.ends:
 			running--
-			if e.l == h.legs[0] && e.err != errSkipped {
+			switch {
+			case e.l == h.legs[1]:
+				tried = e.err != errSkipped // a skipped hedge leaves the stage to be asked
+			case e.err != errSkipped:
 				s.hb.record()
 			}
 			if e.err == nil && h.winner == nil {
@@ -132,7 +136,7 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 		qn.run.p.emit(Event{Kind: EventHedge, Tenant: qn.q.Tenant, Tier: s.name, Reason: wonReason(h.winner == h.legs[1]),
 			Attempt: Attempt{Tier: s.name, Duration: time.Since(t0)}})
 	}
-	return last.a, last.l.s, h.legs[1] != nil, last.err
+	return last.a, last.l.s, tried, last.err
 }
 
 // hedgeRecheck is how long a hedge the budget refused waits before it

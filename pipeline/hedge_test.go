@@ -298,6 +298,8 @@ func TestHedgeThenDescend(t *testing.T) {
 		fallbackCalls int64
 	}{
 		{name: "the stage between is asked", source: tiers.SourceRetrieval, fallbackCalls: 1},
+		{name: "a skipped hedge leaves the hedging stage to be asked", fallbackShut: true,
+			source: tiers.SourceFallback, fallbackCalls: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
