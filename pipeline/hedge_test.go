@@ -337,3 +337,37 @@ func TestHedgeThenDescend(t *testing.T) {
 		})
 	}
 }
+
+// panicky is an Observer that panics at an attempt of tier.
+type panicky struct{ tier string }
+
+func (p panicky) Observe(e Event) {
+	if e.Kind == EventAttempt && e.Tier == p.tier {
+		panic("observer exploded")
+	}
+}
+
+// TestHedgePanicIsAnError: a panic on a hedge's call, outside the tier,
+// ends the question with an error holding it, as on the question's own
+// goroutine, instead of taking the process down.
+func TestHedgePanicIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := &slowTier{name: "primary", source: tiers.SourcePrimary, first: time.Hour}
+		fallback := &slowTier{name: "fallback", source: tiers.SourceFallback, first: 300 * time.Millisecond}
+		p, _ := newTestPipeline(t, Options{RequestTimeout: time.Minute, Observer: panicky{tier: "fallback"}, Tiers: []Stage{
+			{Tier: primary, Model: true, Timeout: 15 * time.Second, HedgeAfter: time.Second},
+			{Tier: fallback, Model: true, Timeout: 15 * time.Second},
+			{Tier: tiers.NewStatic("static", "sorry")},
+		}})
+		res, err := p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "q"})
+		if err == nil || !strings.Contains(err.Error(), "observer exploded") || res != nil {
+			t.Fatalf("Ask: %v, %v; want the panic as its error", res, err)
+		}
+		if !strings.Contains(err.Error(), "panicky.Observe") {
+			t.Fatalf("the error lacks the stack of the hedge call that panicked: %v", err)
+		}
+		if primary.cancelled.Load() != 1 {
+			t.Fatalf("%d primary calls cancelled, want 1: the hedged call ends with the question", primary.cancelled.Load())
+		}
+	})
+}
