@@ -170,3 +170,26 @@ func TestStreamFlightCallersLeave(t *testing.T) {
 		}
 	})
 }
+
+// TestStreamFlightLeftTakesNoCallers: a flight every caller has left is
+// being cancelled, so a caller arriving before leave drops it starts a
+// flight of its own rather than join one whose run ends with
+// context.Canceled.
+func TestStreamFlightLeftTakesNoCallers(t *testing.T) {
+	var g streamFlights
+	f, leads := g.join("k", "acme", make(chan struct{}, 1))
+	if !leads {
+		t.Fatal("the first caller does not lead")
+	}
+	f.mu.Lock()
+	f.subs-- // the last caller left; leave is yet to drop and cancel the flight
+	f.mu.Unlock()
+	nf, leads := g.join("k", "acme", make(chan struct{}, 1))
+	if nf == f || !leads {
+		t.Fatalf("joined the flight being cancelled (leads %v)", leads)
+	}
+	g.drop(f) // the old flight's leave
+	if g.m["k"] != nf {
+		t.Fatal("dropping the old flight dropped the new one")
+	}
+}
