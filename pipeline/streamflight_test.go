@@ -47,7 +47,9 @@ func (g *gatedStream) AnswerStream(ctx context.Context, _ tiers.Query, r tiers.S
 }
 
 // streamCrowd streams one question n times at once over a pipeline whose
-// primary is tier, each caller with a context of its own.
+// primary is tier, each caller with a context of its own. Caller 0 starts
+// first and has its first delta before the others start: it leads the
+// flight.
 type streamCrowd struct {
 	p       *Pipeline
 	cancels []context.CancelFunc
@@ -93,6 +95,9 @@ func newStreamCrowd(t *testing.T, tier tiers.Tier, n int) *streamCrowd {
 			c.streams[i], c.results[i], c.errs[i] = strings.Join(got, "|"), res, err
 			c.mu.Unlock()
 		})
+		if i == 0 {
+			<-c.joined // caller 0 leads
+		}
 	}
 	t.Cleanup(func() {
 		for _, cancel := range c.cancels {
@@ -100,7 +105,7 @@ func newStreamCrowd(t *testing.T, tier tiers.Tier, n int) *streamCrowd {
 		}
 		c.wg.Wait()
 	})
-	for range n { // every caller is in: each has the first delta
+	for range n - 1 { // every caller is in: each has the first delta
 		<-c.joined
 	}
 	return c
@@ -156,6 +161,9 @@ func TestStreamFlightCallersLeave(t *testing.T) {
 		}
 		if c.errs[19] != nil || c.streams[19] != wholeStream || g.calls.Load() != 1 || g.cancelled.Load() != 0 {
 			t.Fatalf("the 20th: %q, %v; %d upstream calls, %d cancelled", c.streams[19], c.errs[19], g.calls.Load(), g.cancelled.Load())
+		}
+		if !c.results[19].Shared {
+			t.Fatal("the 20th led the flight; the leader should be caller 0, among those that left")
 		}
 	})
 	t.Run("all leave", func(t *testing.T) {
