@@ -143,7 +143,7 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 			}
 		}
 	}
-	if h.legs[1] != nil {
+	if tried {
 		qn.run.p.emit(Event{Kind: EventHedge, Tenant: qn.q.Tenant, Tier: s.name, Reason: wonReason(h.winner == h.legs[1]),
 			Attempt: Attempt{Tier: s.name, Duration: time.Since(t0)}})
 	}

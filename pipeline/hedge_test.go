@@ -296,8 +296,9 @@ func TestHedgeThenDescend(t *testing.T) {
 		fallbackShut  bool // the fallback's breaker is open when the hedge starts, half-open when the primary fails
 		source        tiers.Source
 		fallbackCalls int64
+		hedges        int // EventHedge: a skipped hedge made no second call
 	}{
-		{name: "the stage between is asked", source: tiers.SourceRetrieval, fallbackCalls: 1},
+		{name: "the stage between is asked", source: tiers.SourceRetrieval, fallbackCalls: 1, hedges: 1},
 		{name: "a skipped hedge leaves the hedging stage to be asked", fallbackShut: true,
 			source: tiers.SourceFallback, fallbackCalls: 1},
 	} {
@@ -317,7 +318,8 @@ func TestHedgeThenDescend(t *testing.T) {
 				if !tc.fallbackShut {
 					fallback.fn = fails(tiers.KindServer)
 				}
-				p, mc := newTestPipeline(t, Options{RequestTimeout: time.Minute, Tiers: []Stage{
+				rec := &recorder{}
+				p, mc := newTestPipeline(t, Options{RequestTimeout: time.Minute, Observer: rec, Tiers: []Stage{
 					{Tier: primary, Model: true, Timeout: 15 * time.Second, HedgeAfter: time.Second},
 					{Tier: retrieval},
 					{Tier: fallback, Model: true, Timeout: 15 * time.Second, Breaker: breaker.Config{OpenDuration: 10 * time.Second}},
@@ -332,6 +334,9 @@ func TestHedgeThenDescend(t *testing.T) {
 				if res.Source != tc.source || fallback.calls.Load() != tc.fallbackCalls || retrieval.calls.Load() != 1 {
 					t.Fatalf("answered by %s (%v); %d fallback calls, %d retrieval calls; want %s, %d, 1",
 						res.Source, outcomes(res), fallback.calls.Load(), retrieval.calls.Load(), tc.source, tc.fallbackCalls)
+				}
+				if n := len(rec.kinds(EventHedge)); n != tc.hedges {
+					t.Fatalf("%d hedge events, want %d", n, tc.hedges)
 				}
 			})
 		})
