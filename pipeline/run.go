@@ -146,17 +146,17 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 // each call, and how an answer is sent.
 func (qn *question) descend() (*Result, error) {
 	r, ctx := qn.run, qn.ctx
-	var hedged *stage // a stage called as a hedge: the loop skips it
+	var hedging *stage // a stage called as a hedge: the loop skips it
 	for _, s := range r.p.stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if s == hedged || !r.stream.wants(s) {
+		if s == hedging || !r.stream.wants(s) {
 			continue
 		}
 		a, s, hedge, err := qn.attempt(s)
 		if hedge != nil {
-			hedged = hedge
+			hedging = hedge
 		}
 		if err := r.stream.stopped(); err != nil {
 			return nil, err
