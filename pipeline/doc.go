@@ -17,9 +17,9 @@
 //	flight       identical questions in flight (same tenant, same history
 //	             digest, question trimmed, spaces collapsed, lower-cased; see
 //	             flightKey) share one run, Ask's and Stream's apart
-//	hedge        a stage with HedgeAfter that has not answered (streaming: sent
-//	             no text) by then is joined by the next model stage through its
-//	             own guards; the first answer wins, the other ends as hedged
+//	hedge        a stage silent (streaming: no text) for HedgeAfter is joined by
+//	             the next model stage; the first answer wins, the other ends as
+//	             hedged; neither: the loop goes on, the hedging stage left out
 //	per stage, in order:
 //	  budget     the call's time limit: min(the tier's Timeout, the time left less
 //	             the reserves of the later stages, see Stage.Reserve); none left:

@@ -71,7 +71,7 @@ const (
 	EventRateLimited                           // a question was over a rate limit (Reason: "global" or "tenant")
 	EventBulkheadRejected                      // a bulkhead turned a call away (Tier)
 	EventCache                                 // a cache lookup (Tier, Reason: "hit", "miss", "stale")
-	EventHedge                                 // a hedged stage's call was hedged (Tier: the hedged stage, Reason: "true" if the hedge won, else "false"; Attempt.Duration: from the hedged call's start to the end)
+	EventHedge                                 // a hedged stage's call was hedged, the hedge not skipped by a guard (Tier: the hedged stage, Reason: "true" if the hedge won, else "false"; Attempt.Duration: from the hedged call's start to the end)
 	EventProbe                                 // a prober probed a model (Breaker; Attempt, of tier "probe"; From half_open, To the state after)
 )
 

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"fmt"
+	"runtime/debug"
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker"
@@ -15,10 +17,16 @@ import (
 // first text) wins and the other call is cancelled. The loser's attempts
 // end as "hedged": a cancelled call its breakers count as slow if it ran
 // past their slow_call_duration and ignore otherwise (it did not fail).
+// When neither call answers, the stage loop goes on after the hedged
+// stage, leaving out the hedging one unless a guard skipped its call.
 // A hedge the budget (hedgeBudget) refuses is asked again every
-// hedgeRecheck while the call runs. Both calls run on goroutines of their own; the question's goroutine
-// waits for them, and sends the winner's text, so that a stream's receiver
-// is still called on it. The question returns only when both have ended.
+// hedgeRecheck while the call runs. Both calls run on goroutines of their
+// own; the question's goroutine waits for them, and sends the winner's
+// text, so that a stream's receiver is still called on it. The question
+// returns only when both have ended. A panic on a call (a bug of the
+// pipeline's: the tiers' are caught where they are called) cancels the
+// other and, once both have ended, is raised on the question's goroutine,
+// which ends the question with it as its error.
 
 // OutcomeHedged is the Outcome of an attempt cancelled because the other
 // call of its hedge answered first.
@@ -32,13 +40,14 @@ var errHedgeLost = errors.New("pipeline: the hedge's other call answered first")
 
 // hedgeLeg is one of the two calls of a hedge.
 type hedgeLeg struct {
-	s      *stage
-	c      call
-	g      candidateGuard // the leg's own: the legs run at once
-	ctx    context.Context
-	cancel context.CancelFunc
-	emit   func(tiers.Delta) error // the stage's own Emit, called on the question's goroutine
-	ack    chan error              // answers the leg's Emit
+	s        *stage
+	c        call
+	g        candidateGuard // the leg's own: the legs run at once
+	ctx      context.Context
+	cancel   context.CancelFunc
+	emit     func(tiers.Delta) error // the stage's own Emit, called on the question's goroutine
+	ack      chan error              // answers the leg's Emit
+	panicked error                   // a panic that ended the call, with its stack; set before its end is sent
 }
 
 // legEnd is how a leg's call ended.
@@ -89,7 +98,8 @@ func (p *Pipeline) hedgeTo(i int) *stage {
 
 // hedged calls stage s hedged by stage to. It returns the answer (or the
 // failure) that ends the hedge, the stage that gave it, and whether the
-// hedge stage was called too (the stage loop then goes on after it).
+// hedge stage was called, not skipped by a guard (the stage loop then
+// skips it).
 func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried bool, err error) {
 	h := &hedge{qn: *qn, ends: make(chan legEnd, 2), deltas: make(chan legDelta)}
 	t0 := time.Now()
@@ -97,11 +107,12 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 	timer := time.NewTimer(s.HedgeAfter)
 	defer timer.Stop()
 	var last legEnd
+	var aborted error // the first leg's panic
 	for running := 1; running > 0; {
 		select {
 		case <-timer.C:
 			switch {
-			case h.winner != nil || !qn.run.stream.wants(to):
+			case h.winner != nil || aborted != nil || !qn.run.stream.wants(to):
 			case s.hb.take(s.breaker):
 				h.start(1, to)
 				running++
@@ -112,7 +123,14 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 			h.deliver(d)
 		case e := <-h.ends:
 			running--
-			if e.l == h.legs[0] && e.err != errSkipped {
+			if e.l.panicked != nil && aborted == nil {
+				aborted = e.l.panicked
+				h.cancel()
+			}
+			switch {
+			case e.l == h.legs[1]:
+				tried = e.err != errSkipped // a skipped hedge leaves the stage to be asked
+			case e.err != errSkipped:
 				s.hb.record()
 			}
 			if e.err == nil && h.winner == nil {
@@ -125,11 +143,14 @@ func (qn *question) hedged(s, to *stage) (a tiers.Answer, from *stage, tried boo
 			}
 		}
 	}
-	if h.legs[1] != nil {
+	if tried {
 		qn.run.p.emit(Event{Kind: EventHedge, Tenant: qn.q.Tenant, Tier: s.name, Reason: wonReason(h.winner == h.legs[1]),
 			Attempt: Attempt{Tier: s.name, Duration: time.Since(t0)}})
 	}
-	return last.a, last.l.s, h.legs[1] != nil, last.err
+	if aborted != nil {
+		panic(aborted)
+	}
+	return last.a, last.l.s, tried, last.err
 }
 
 // hedgeRecheck is how long a hedge the budget refused waits before it
@@ -159,15 +180,33 @@ func (h *hedge) start(i int, s *stage) {
 	h.legs[i] = l
 	go func() {
 		defer l.cancel()
-		var a tiers.Answer
-		var err error
-		if qn.run.p.tracer != nil {
-			a, err = qn.traced(l.ctx, s, &l.c)
-		} else {
-			a, err = s.guard.call(l.ctx, &l.c)
-		}
+		a, err := l.call(&qn)
 		h.ends <- legEnd{l: l, a: a, err: err}
 	}()
+}
+
+// call makes leg l's call as one of qn's. A panic ends it with l.panicked,
+// the panic with its stack, as its error.
+func (l *hedgeLeg) call(qn *question) (a tiers.Answer, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			l.panicked = fmt.Errorf("hedge call panicked: %v\n%s", v, debug.Stack())
+			a, err = tiers.Answer{}, l.panicked
+		}
+	}()
+	if qn.run.p.tracer != nil {
+		return qn.traced(l.ctx, l.s, &l.c)
+	}
+	return l.s.guard.call(l.ctx, &l.c)
+}
+
+// cancel cancels the hedge's calls.
+func (h *hedge) cancel() {
+	for _, l := range h.legs {
+		if l != nil {
+			l.cancel()
+		}
+	}
 }
 
 // send passes d, text of leg l's stream, to the question's goroutine and

@@ -273,3 +273,106 @@ func TestHedgeLosingProbeReopens(t *testing.T) {
 		}
 	})
 }
+
+// failsAfter is a tier function that fails with kind after d, or when its
+// context ends first.
+func failsAfter(d time.Duration, kind tiers.Kind) func(context.Context, tiers.Query) (tiers.Answer, error) {
+	return func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+		select {
+		case <-time.After(d):
+			return fails(kind)(ctx, q)
+		case <-ctx.Done():
+			return hangs(ctx, q)
+		}
+	}
+}
+
+// TestHedgeThenDescend: when neither call of a hedge answers, the stages
+// after the hedged one are asked in order, the hedging one only if its
+// call was skipped.
+func TestHedgeThenDescend(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		fallbackShut  bool // the fallback's breaker is open when the hedge starts, half-open when the primary fails
+		source        tiers.Source
+		fallbackCalls int64
+		hedges        int // EventHedge: a skipped hedge made no second call
+	}{
+		{name: "the stage between is asked", source: tiers.SourceRetrieval, fallbackCalls: 1, hedges: 1},
+		{name: "a skipped hedge leaves the hedging stage to be asked", fallbackShut: true,
+			source: tiers.SourceFallback, fallbackCalls: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var clk interface{ Advance(time.Duration) time.Time }
+				primary := tier("primary", tiers.SourcePrimary, func(ctx context.Context, q tiers.Query) (tiers.Answer, error) {
+					a, err := failsAfter(2*time.Second, tiers.KindServer)(ctx, q)
+					clk.Advance(time.Minute) // the fallback's breaker half-opens
+					return a, err
+				})
+				retrieval := tier("retrieval", tiers.SourceRetrieval, fails(tiers.KindNoDocs))
+				if !tc.fallbackShut {
+					retrieval.fn = answers("see the returns page")
+				}
+				fallback := tier("fallback", tiers.SourceFallback, answers("returns are free"))
+				if !tc.fallbackShut {
+					fallback.fn = fails(tiers.KindServer)
+				}
+				rec := &recorder{}
+				p, mc := newTestPipeline(t, Options{RequestTimeout: time.Minute, Observer: rec, Tiers: []Stage{
+					{Tier: primary, Model: true, Timeout: 15 * time.Second, HedgeAfter: time.Second},
+					{Tier: retrieval},
+					{Tier: fallback, Model: true, Timeout: 15 * time.Second, Breaker: breaker.Config{OpenDuration: 10 * time.Second}},
+					{Tier: tiers.NewStatic("static", "sorry")},
+				}})
+				clk = mc
+				if tc.fallbackShut {
+					b, _ := p.Breakers().Lookup("tier/fallback")
+					b.Trip()
+				}
+				res := ask(t, p, "are returns free")
+				if res.Source != tc.source || fallback.calls.Load() != tc.fallbackCalls || retrieval.calls.Load() != 1 {
+					t.Fatalf("answered by %s (%v); %d fallback calls, %d retrieval calls; want %s, %d, 1",
+						res.Source, outcomes(res), fallback.calls.Load(), retrieval.calls.Load(), tc.source, tc.fallbackCalls)
+				}
+				if n := len(rec.kinds(EventHedge)); n != tc.hedges {
+					t.Fatalf("%d hedge events, want %d", n, tc.hedges)
+				}
+			})
+		})
+	}
+}
+
+// panicky is an Observer that panics at an attempt of tier.
+type panicky struct{ tier string }
+
+func (p panicky) Observe(e Event) {
+	if e.Kind == EventAttempt && e.Tier == p.tier {
+		panic("observer exploded")
+	}
+}
+
+// TestHedgePanicIsAnError: a panic on a hedge's call, outside the tier,
+// ends the question with an error holding it, as on the question's own
+// goroutine, instead of taking the process down.
+func TestHedgePanicIsAnError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		primary := &slowTier{name: "primary", source: tiers.SourcePrimary, first: time.Hour}
+		fallback := &slowTier{name: "fallback", source: tiers.SourceFallback, first: 300 * time.Millisecond}
+		p, _ := newTestPipeline(t, Options{RequestTimeout: time.Minute, Observer: panicky{tier: "fallback"}, Tiers: []Stage{
+			{Tier: primary, Model: true, Timeout: 15 * time.Second, HedgeAfter: time.Second},
+			{Tier: fallback, Model: true, Timeout: 15 * time.Second},
+			{Tier: tiers.NewStatic("static", "sorry")},
+		}})
+		res, err := p.Ask(context.Background(), tiers.Query{Tenant: "acme", Question: "q"})
+		if err == nil || !strings.Contains(err.Error(), "observer exploded") || res != nil {
+			t.Fatalf("Ask: %v, %v; want the panic as its error", res, err)
+		}
+		if !strings.Contains(err.Error(), "panicky.Observe") {
+			t.Fatalf("the error lacks the stack of the hedge call that panicked: %v", err)
+		}
+		if primary.cancelled.Load() != 1 {
+			t.Fatalf("%d primary calls cancelled, want 1: the hedged call ends with the question", primary.cancelled.Load())
+		}
+	})
+}

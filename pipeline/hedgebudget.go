@@ -16,9 +16,9 @@ const (
 // its breaker's window (the last Window calls; hedgeWindow with a
 // time-based window) while its breaker is closed and its window holds no
 // failure or slow call: on a healthy but slow day at most that share of
-// the calls (or one call per window) are made twice. With the breaker not closed, or failures or
-// slow calls in its window, the model is in trouble and every call may be
-// hedged. It is safe for concurrent use.
+// the calls (or one call per window) are made twice. With the breaker not
+// closed, or failures or slow calls in its window, the model is in
+// trouble and every call may be hedged. It is safe for concurrent use.
 type hedgeBudget struct {
 	share float64
 

@@ -66,6 +66,8 @@ type Stage struct {
 	Stream StreamConfig
 	// HedgeAfter, if positive, hedges a model stage with the next model
 	// stage after that long without an answer (see hedge.go); 0: never.
+	// When neither answers, the stages after this one go on in order,
+	// the hedging one left out unless a guard skipped its call.
 	HedgeAfter time.Duration
 	// HedgeBudget caps the hedges of a healthy stage to this share of its
 	// calls (see hedgeBudget); default 0.1, at most 1.

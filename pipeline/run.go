@@ -146,22 +146,18 @@ func (p *Pipeline) startRun(r *run, ctx context.Context, q tiers.Query, degraded
 // each call, and how an answer is sent.
 func (qn *question) descend() (*Result, error) {
 	r, ctx := qn.run, qn.ctx
-	var past *stage // a stage called as a hedge: the loop goes on after it
+	var hedging *stage // a stage called as a hedge: the loop skips it
 	for _, s := range r.p.stages {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if past != nil {
-			if s == past {
-				past = nil
-			}
-			continue
-		}
-		if !r.stream.wants(s) {
+		if s == hedging || !r.stream.wants(s) {
 			continue
 		}
 		a, s, hedge, err := qn.attempt(s)
-		past = hedge
+		if hedge != nil {
+			hedging = hedge
+		}
 		if err := r.stream.stopped(); err != nil {
 			return nil, err
 		}

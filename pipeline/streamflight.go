@@ -87,15 +87,12 @@ func (p *Pipeline) launch(ctx context.Context, f *streamFlight, q tiers.Query, d
 
 // join returns the flight of key that takes callers, counting the caller,
 // kicked by kick, in; leads is set when the caller starts a new one, whose
-// run it must launch.
+// run it must launch. A flight every caller has left is being cancelled
+// and takes none, though leave may not have dropped it yet.
 func (g *streamFlights) join(key, tenant string, kick chan struct{}) (f *streamFlight, leads bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if f = g.m[key]; f != nil {
-		f.mu.Lock()
-		f.subs++
-		f.kicks = append(f.kicks, kick)
-		f.mu.Unlock()
+	if f = g.m[key]; f != nil && f.subscribe(kick) {
 		return f, false
 	}
 	if g.m == nil {
@@ -105,6 +102,19 @@ func (g *streamFlights) join(key, tenant string, kick chan struct{}) (f *streamF
 		events: make([]StreamEvent, 0, 16), ended: make(chan struct{})}
 	g.m[key] = f
 	return f, true
+}
+
+// subscribe counts the caller kicked by kick in, unless every caller has
+// left f. It reports whether it did.
+func (f *streamFlight) subscribe(kick chan struct{}) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.subs == 0 {
+		return false
+	}
+	f.subs++
+	f.kicks = append(f.kicks, kick)
+	return true
 }
 
 // drop stops flight f taking callers.

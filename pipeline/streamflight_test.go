@@ -47,7 +47,9 @@ func (g *gatedStream) AnswerStream(ctx context.Context, _ tiers.Query, r tiers.S
 }
 
 // streamCrowd streams one question n times at once over a pipeline whose
-// primary is tier, each caller with a context of its own.
+// primary is tier, each caller with a context of its own. Caller 0 starts
+// first and has its first delta before the others start: it leads the
+// flight.
 type streamCrowd struct {
 	p       *Pipeline
 	cancels []context.CancelFunc
@@ -93,6 +95,9 @@ func newStreamCrowd(t *testing.T, tier tiers.Tier, n int) *streamCrowd {
 			c.streams[i], c.results[i], c.errs[i] = strings.Join(got, "|"), res, err
 			c.mu.Unlock()
 		})
+		if i == 0 {
+			<-c.joined // caller 0 leads
+		}
 	}
 	t.Cleanup(func() {
 		for _, cancel := range c.cancels {
@@ -100,7 +105,7 @@ func newStreamCrowd(t *testing.T, tier tiers.Tier, n int) *streamCrowd {
 		}
 		c.wg.Wait()
 	})
-	for range n { // every caller is in: each has the first delta
+	for range n - 1 { // every caller is in: each has the first delta
 		<-c.joined
 	}
 	return c
@@ -157,6 +162,9 @@ func TestStreamFlightCallersLeave(t *testing.T) {
 		if c.errs[19] != nil || c.streams[19] != wholeStream || g.calls.Load() != 1 || g.cancelled.Load() != 0 {
 			t.Fatalf("the 20th: %q, %v; %d upstream calls, %d cancelled", c.streams[19], c.errs[19], g.calls.Load(), g.cancelled.Load())
 		}
+		if !c.results[19].Shared {
+			t.Fatal("the 20th led the flight; the leader should be caller 0, among those that left")
+		}
 	})
 	t.Run("all leave", func(t *testing.T) {
 		g := &gatedStream{release: make(chan struct{})}
@@ -169,4 +177,27 @@ func TestStreamFlightCallersLeave(t *testing.T) {
 			t.Fatalf("%d upstream calls, %d cancelled; want 1, 1", g.calls.Load(), g.cancelled.Load())
 		}
 	})
+}
+
+// TestStreamFlightLeftTakesNoCallers: a flight every caller has left is
+// being cancelled, so a caller arriving before leave drops it starts a
+// flight of its own rather than join one whose run ends with
+// context.Canceled.
+func TestStreamFlightLeftTakesNoCallers(t *testing.T) {
+	var g streamFlights
+	f, leads := g.join("k", "acme", make(chan struct{}, 1))
+	if !leads {
+		t.Fatal("the first caller does not lead")
+	}
+	f.mu.Lock()
+	f.subs-- // the last caller left; leave is yet to drop and cancel the flight
+	f.mu.Unlock()
+	nf, leads := g.join("k", "acme", make(chan struct{}, 1))
+	if nf == f || !leads {
+		t.Fatalf("joined the flight being cancelled (leads %v)", leads)
+	}
+	g.drop(f) // the old flight's leave
+	if g.m["k"] != nf {
+		t.Fatal("dropping the old flight dropped the new one")
+	}
 }
