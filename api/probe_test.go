@@ -1,6 +1,9 @@
 package api
 
 import (
+	"net/http"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,8 +39,13 @@ func TestProbeMetricsLogsAndStatus(t *testing.T) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	scrape(t, h, `ragfuse_probes_total{model="test-primary",outcome="server_error"} 1`,
-		`ragfuse_probes_total{model="test-primary",outcome="success"} 1`)
+	// How many probes failed depends on timing (another may fail before
+	// the fault is cleared): at least one; one success closes the breaker.
+	scrape(t, h, `ragfuse_probes_total{model="test-primary",outcome="success"} 1`)
+	failed := counterValue(t, h, `ragfuse_probes_total{model="test-primary",outcome="server_error"}`)
+	if failed < 1 {
+		t.Fatalf("%d failed probes counted, want at least 1", failed)
+	}
 	var warned, closed int
 	for _, l := range logLines(t, h, "model probe") {
 		switch {
@@ -49,12 +57,30 @@ func TestProbeMetricsLogsAndStatus(t *testing.T) {
 			t.Errorf("unexpected probe log line %v", l)
 		}
 	}
-	if warned != 1 || closed != 1 {
-		t.Fatalf("probe log lines: %d failed, %d closed; want 1 and 1", warned, closed)
+	if warned != failed || closed != 1 {
+		t.Fatalf("probe log lines: %d failed, %d closed; want %d and 1", warned, closed, failed)
 	}
 	st := statusOf(t, h).Probes
 	if len(st) != 1 || st[0].Model != modelPrimary || st[0].IntervalMS != 50 || st[0].TimeoutMS != 50 ||
-		st[0].Probes != 2 || st[0].LastOutcome != "success" || st[0].LastProbeAt == nil {
+		st[0].Probes != uint64(failed)+1 || st[0].LastOutcome != "success" || st[0].LastProbeAt == nil {
 		t.Fatalf("status probes = %+v", st)
 	}
+}
+
+// counterValue returns the value of the metric series named (with its
+// labels) series in /metrics, failing if it is missing.
+func counterValue(t *testing.T, h *harness, series string) int {
+	t.Helper()
+	body := h.do(http.MethodGet, "/metrics", "").Body.String()
+	for _, l := range strings.Split(body, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("metric %s = %q: %v", series, v, err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("metrics lack %s", series)
+	return 0
 }

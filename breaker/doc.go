@@ -67,6 +67,10 @@
 //	err = call()
 //	p.Done(classify(err))
 //
+// A caller that takes the permit before waiting to call (in a queue, say)
+// calls Permit.Wait first and Permit.Begin when the call starts: the wait
+// is then neither in flight nor in Done's time. Report every permit: one
+// never reported stays in flight, and slow, until the period ends.
 // Do wraps the simple case and classifies errors with Classify. A Registry
 // holds one breaker per name. OnStateChange listeners are called in order,
 // after the breaker's lock is released. DoneReason and ReportReason add the

@@ -8,6 +8,9 @@ import (
 
 // Permit is the right to make one call, returned by Breaker.Allow. Report
 // its outcome exactly once with Done or Report; later reports are no-ops.
+// Every permit must be reported: while slow calls are tracked, one never
+// reported stays in flight until the period ends and counts as slow, so
+// leaked permits trip the breaker.
 // A Permit is a value and costs no allocation; do not copy it after use
 // (go vet's copylocks check catches copies). The zero Permit is inert. A
 // Permit is not safe for concurrent use: one goroutine owns it.
@@ -18,6 +21,7 @@ type Permit struct {
 	start time.Duration // when Allow granted it (see Breaker.since); set when slow calls are measured
 	probe uint64        // half-open probe id; 0 for a CLOSED permit
 	done  bool
+	wait  bool // out of the in-flight count until Begin (see Wait)
 }
 
 // noCopy makes go vet report copies of the struct holding it.
@@ -29,8 +33,44 @@ func (*noCopy) Unlock() {}
 // Probe reports whether the permit is a half-open probe.
 func (p *Permit) Probe() bool { return p.probe != 0 }
 
+// Wait takes a CLOSED permit out of the in-flight count while its call
+// waits to start (for a bulkhead's slot, say), so that the wait does not
+// make it slow; Begin ends the wait. A permit reported while waiting is
+// never slow: reported Ignored, a call that never started counts nowhere.
+func (p *Permit) Wait() {
+	if p.b == nil || p.done || p.wait || p.probe != 0 {
+		return
+	}
+	p.wait = true
+	if live := p.p.w.live; live != nil && p.b.cur.Load() == p.p {
+		live.end(p.start)
+	}
+}
+
+// Begin ends the wait of Wait: the call starts now. The permit is counted
+// in flight again from now, and Done measures its duration from now. It is
+// a no-op unless the permit waits.
+func (p *Permit) Begin() {
+	if !p.wait || p.done {
+		return
+	}
+	p.wait = false
+	b := p.b
+	if !b.needStart {
+		return
+	}
+	p.start = b.since()
+	if live := p.p.w.live; live != nil && b.cur.Load() == p.p {
+		var turned int64
+		p.start, turned = live.begin(p.start)
+		if turned > 0 {
+			b.judgeInFlight(p.p, p.start)
+		}
+	}
+}
+
 // Done reports the call's outcome, measuring its duration with the breaker's
-// clock from Allow. A second report is a no-op.
+// clock from Allow (or Begin). A second report is a no-op.
 func (p *Permit) Done(o Outcome) { p.DoneReason(o, Reason{}) }
 
 // DoneReason is Done with the caller's reason for the outcome, which the
@@ -74,7 +114,8 @@ func (p *Permit) ReportReason(o Outcome, elapsed time.Duration, why Reason) {
 // With calls in flight counted, a call that ran for SlowCallDuration (or
 // was counted slow while in flight) is slow by definition: a success is a
 // slow success whatever elapsed says, an ignored outcome counts as one
-// too, and a failure replaces the slow mark.
+// too, and a failure replaces the slow mark. A permit reported while it
+// waits (see Wait) is never slow: its call has not started.
 func (b *Breaker) report(pm *Permit, o Outcome, elapsed, at time.Duration, why Reason) {
 	p := pm.p
 	if pm.probe != 0 {
@@ -84,10 +125,12 @@ func (b *Breaker) report(pm *Permit, o Outcome, elapsed, at time.Duration, why R
 	if b.cur.Load() != p {
 		return // belongs to an earlier period
 	}
-	slow := b.needStart && elapsed >= b.cfg.SlowCallDuration
+	slow := b.needStart && elapsed >= b.cfg.SlowCallDuration && !pm.wait
 	if live := p.w.live; live != nil {
 		turned := live.sweep(at)
-		slow = live.end(pm.start) || slow
+		if !pm.wait {
+			slow = live.end(pm.start) || slow
+		}
 		if o >= Ignored && slow {
 			o = Success
 		} else if o >= Ignored && turned > 0 {

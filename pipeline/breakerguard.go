@@ -12,8 +12,11 @@ import (
 // last resort, which is called even then. The breaker hears the call's
 // classified outcome (outcomeOf) and its time, less the time the tier
 // waited for the question's documents; a call a guard inside it skipped
-// is ignored, and one that lost its hedge counts as slow or not at all
-// (hedgedOutcome).
+// never reached the tier and counts nowhere, and one that lost its hedge
+// counts as slow or not at all (hedgedOutcome). While the call is in
+// flight, its permit is counted from when it left the bulkhead's queue
+// (see bulkheadGuard), documents' wait included: a call in flight for the
+// breaker's slow_call_duration counts as slow whatever its report says.
 type breakerGuard struct {
 	b          *breaker.Breaker
 	lastResort bool
@@ -27,9 +30,10 @@ func (g *breakerGuard) call(ctx context.Context, c *call) (tiers.Answer, error) 
 	}
 	// A static tier whose breaker is open gets the zero Permit, whose
 	// reports are no-ops.
-	a, err := g.next.call(ctx, c)
+	a, err := g.next.call(ctx, c, &permit)
 	switch {
 	case err == errSkipped:
+		permit.Wait() // never started: not slow in flight
 		permit.Done(breaker.Ignored)
 	case c.kind == kindHedged:
 		permit.Report(hedgedOutcome(g.b, permit.Probe(), c.elapsed-c.retrieving), c.elapsed-c.retrieving)

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/ragfuse/ragfuse/breaker"
 	"github.com/ragfuse/ragfuse/tiers"
 )
 
@@ -31,6 +32,16 @@ func newBulkhead(c BulkheadConfig) *bulkhead {
 		sem:          make(chan struct{}, max(c.MaxConcurrent, 1)),
 		maxQueue:     int64(max(c.MaxQueue, 0)),
 		queueTimeout: c.QueueTimeout,
+	}
+}
+
+// tryAcquire takes a slot if one is free, without waiting.
+func (b *bulkhead) tryAcquire() bool {
+	select {
+	case b.sem <- struct{}{}:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -76,28 +87,37 @@ func (b *bulkhead) reject() { b.rejected.Add(1) }
 // that went away while queued is recorded as canceled. The call's time
 // starts when it leaves the queue, with its limit taken again then: a
 // call whose budget ran out in the queue is skipped (budget_exhausted).
+// The tier breaker's permit waits (breaker.Permit.Wait) while the call is
+// queued, and begins when it leaves the queue: time in the queue is not in
+// flight at the tier.
 type bulkheadGuard struct {
 	b    *bulkhead // nil: no bulkhead
 	next timeLimit
 }
 
-func (g *bulkheadGuard) call(ctx context.Context, c *call) (tiers.Answer, error) {
+func (g *bulkheadGuard) call(ctx context.Context, c *call, permit *breaker.Permit) (tiers.Answer, error) {
 	if g.b == nil {
 		return g.next.call(ctx, c)
 	}
-	if !g.enter(ctx, c) {
+	if !g.enter(ctx, c, permit) {
 		return tiers.Answer{}, errSkipped
 	}
 	defer g.b.release()
 	if !c.startAt(time.Now()) {
 		return c.skip(outcomeBudgetExhausted)
 	}
+	permit.Begin()
 	return g.next.call(ctx, c)
 }
 
-// enter takes a slot for c, or records why not.
-func (g *bulkheadGuard) enter(ctx context.Context, c *call) bool {
-	ok := g.b.acquire(ctx, c.budget.left(c.stage, c.start))
+// enter takes a slot for c, the permit waiting while c is queued, or
+// records why not.
+func (g *bulkheadGuard) enter(ctx context.Context, c *call, permit *breaker.Permit) bool {
+	ok := g.b.tryAcquire()
+	if !ok {
+		permit.Wait()
+		ok = g.b.acquire(ctx, c.budget.left(c.stage, c.start))
+	}
 	switch {
 	case ok:
 	case callerGone(ctx):

@@ -50,7 +50,8 @@
 // the cluster-wide lease), sends Probe.Send under Probe.Timeout at most
 // once per Probe.Interval, and reports the outcome as the probe's; the
 // questions skip the model while it is half-open (breaker_open). Each
-// probe is an EventProbe; Status lists the probers; Close stops them.
+// probe is an EventProbe; Status lists the probers; Close stops them. A
+// tier's breaker "tier/<name>" is not probed: its probes are questions.
 //
 // # Classification
 //

@@ -115,23 +115,28 @@ func (pr *prober) run(ctx context.Context) {
 	defer pr.p.probing.Done()
 	for {
 		// The waits run on real time and are computed on the pipeline's
-		// clock; at most one interval, so that a clock moved by hand (or
-		// a state change missed) is seen within it.
-		var timer <-chan time.Time
-		if wait := pr.step(ctx); wait > 0 {
-			timer = time.After(min(wait, pr.cfg.Interval))
+		// clock; at most one interval, even while the breaker is closed,
+		// so that a clock moved by hand, or a state change that did not
+		// poke the prober (a breaker with a callback of its own), is seen
+		// within it.
+		wait := pr.step(ctx)
+		if wait <= 0 {
+			wait = pr.cfg.Interval
 		}
+		timer := time.NewTimer(min(wait, pr.cfg.Interval))
 		select {
 		case <-ctx.Done():
+			timer.Stop()
 			return
 		case <-pr.wake:
-		case <-timer:
+		case <-timer.C:
 		}
+		timer.Stop()
 	}
 }
 
 // step probes if it is time to and returns how long to wait before the
-// next step; 0 means until the breaker changes state.
+// next step; 0 means until the breaker changes state (or an interval).
 func (pr *prober) step(ctx context.Context) time.Duration {
 	now := pr.p.clock.Now()
 	s := pr.b.Snapshot()
@@ -162,10 +167,10 @@ func (pr *prober) step(ctx context.Context) time.Duration {
 // outcome to the breaker, the status and the observer.
 func (pr *prober) probe(ctx context.Context, permit *breaker.Permit, now time.Time) {
 	pctx, cancel := context.WithTimeout(ctx, pr.cfg.Timeout)
-	start := time.Now()
+	start := pr.p.clock.Now()
 	err := pr.cfg.Send(pctx)
 	cancel()
-	elapsed := time.Since(start)
+	elapsed := pr.p.clock.Now().Sub(start)
 	kind := tiers.KindOf(err)
 	if err != nil && ctx.Err() != nil {
 		kind = tiers.KindCanceled // the pipeline is closing: not the model's fault

@@ -174,3 +174,73 @@ func TestProbedModelSkippedWhileHalfOpen(t *testing.T) {
 		}
 	})
 }
+
+// TestProberWakesWithoutItsCallback: a model breaker with a state-change
+// callback of its own never pokes the prober; the prober still looks at
+// it every interval, so the model recovers by probe, not by a question.
+func TestProberWakesWithoutItsCallback(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		doer := &chatDoer{down: true}
+		client := tiers.NewClient(tiers.ClientConfig{BaseURL: "http://model.test/v1", HTTPClient: doer})
+		llm := tiers.NewLLM(tiers.LLMConfig{Name: "primary", Candidates: []tiers.Candidate{{ID: "qwen", Model: "qwen", Client: client}}})
+		var mu sync.Mutex
+		var seen []breaker.State
+		own := func(name string, _, to breaker.State) {
+			mu.Lock()
+			defer mu.Unlock()
+			if name == "model/qwen" {
+				seen = append(seen, to)
+			}
+		}
+		p, err := New(Options{Clock: clock.System, Tiers: []Stage{
+			{Tier: llm, Model: true, Breaker: breaker.Config{FailureThreshold: 2, OpenDuration: 10 * time.Second, OnStateChange: own}},
+			{Tier: tiers.NewStatic("static", "sorry")}},
+			Probes: []Probe{{Model: "qwen", Interval: 10 * time.Second,
+				Send: func(ctx context.Context) error { return tiers.ProbeChat(ctx, client, "qwen", "qwen") }}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer p.Close()
+		ask(t, p, "a")
+		ask(t, p, "b") // trips model/qwen
+		doer.set(false)
+		time.Sleep(30 * time.Second)
+		synctest.Wait()
+		probes, questions := doer.counts()
+		if got := p.Breakers().Get("model/qwen").State(); got != breaker.StateClosed || probes != 1 || questions != 2 {
+			t.Fatalf("after 30s quiet: model/qwen %v, %d probes, %d questions; want closed, 1, 2", got, probes, questions)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if want := []breaker.State{breaker.StateOpen, breaker.StateHalfOpen, breaker.StateClosed}; !slices.Equal(seen, want) {
+			t.Fatalf("own callback saw %v, want %v", seen, want)
+		}
+	})
+}
+
+// TestProbeTimedOnThePipelineClock: a probe's duration, in its event, is
+// read off the pipeline's clock, as a question's breaker time is.
+func TestProbeTimedOnThePipelineClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rec := &recorder{}
+		var clk *clock.Manual
+		p, clk := newTestPipeline(t, Options{Observer: rec,
+			Tiers: []Stage{{Tier: tier("static", tiers.SourceStatic, answers("sorry"))}},
+			Probes: []Probe{{Model: "qwen", Interval: time.Second, Send: func(context.Context) error {
+				clk.Advance(3 * time.Second) // the probe takes 3s on the pipeline's clock
+				return nil
+			}}}})
+		b := p.Breakers().Get("model/qwen")
+		b.Trip()
+		clk.Advance(time.Hour) // past the open time
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		ev := rec.kinds(EventProbe)
+		if len(ev) != 1 || ev[0].Attempt.Outcome != OutcomeSuccess || ev[0].Attempt.Duration != 3*time.Second {
+			t.Fatalf("probe events = %+v, want one success taking 3s", ev)
+		}
+		if got := b.State(); got != breaker.StateClosed {
+			t.Fatalf("model/qwen %v after the probe, want closed", got)
+		}
+	})
+}

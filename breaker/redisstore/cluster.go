@@ -172,6 +172,9 @@ func (s *Store) values(ctx context.Context, names []string, key func(string) str
 // any: write and announce the waiting cooldowns, write this instance's
 // state when due, and read the live cooldowns when a resync is due.
 func (s *Store) clusterCycle(parent context.Context) {
+	// The heartbeat runs on system time, not s.cfg.Clock: the member key
+	// it renews expires on Redis's time (MemberTTL), which a clock moved
+	// by hand, or standing still, does not follow.
 	w := s.takeCluster(time.Now())
 	if len(w.cool) == 0 && !w.sync && w.member == nil {
 		return
