@@ -10,6 +10,15 @@ import (
 // Cluster shares a pipeline's cooldowns and knowledge-base reloads with
 // the other instances of a cluster; config wires the Redis store of
 // redis.url through it. Implementations must be safe for concurrent use.
+//
+// A cooldown that starts (or grows) is announced with its absolute
+// until-time and EndCooldown announces its end; ApplyCooldown takes the
+// others' without announcing them again, so every instance skips the model
+// until the same instant. ReloadCluster reloads here, asks the others to
+// reload and waits, up to its context's end, until every live instance
+// reports that reload (ClusterReload.Complete); ReloadFromCluster runs a
+// reload asked elsewhere; ClusterStatus lists the instances' versions and
+// digests.
 type Cluster interface {
 	// ShareCooldown announces that model cools down until until, an
 	// absolute time (zero: its cooldown ended). It must not block.

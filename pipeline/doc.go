@@ -1,7 +1,5 @@
-// Package pipeline runs a question down ragfuse's ordered tiers (semantic
-// cache, primary model, fallback model, stale cache, retrieval, static
-// message) until one answers, each tier guarded against a failing or slow
-// service. Ask returns the answer; Stream sends it as events. Every tier
+// Package pipeline runs a question down ragfuse's ordered tiers until one
+// answers, each tier guarded against a failing or slow service. Ask returns the answer; Stream sends it as events. Every tier
 // and model considered, skipped ones included, is in Result.Attempts and
 // goes to the Observer as an event; nothing here prints or logs.
 //
@@ -10,8 +8,7 @@
 // The guards wrap a question and each tier's call in this order,
 // outermost first; Ask and Stream run the same stage loop:
 //
-//	admission    global and per-tenant rate limits (Options.Limiter shares them
-//	             between instances, the local limiters standing in when it fails);
+//	admission    global and per-tenant rate limits (Options.Limiter shares them);
 //	             over a limit: each model stage is skipped (over_quota), or with
 //	             RateLimitConfig.Reject the question gets ErrRejected
 //	flight       identical questions in flight (same tenant, same history
@@ -44,14 +41,9 @@
 // Options.Vectors embeds the documents in the background, never inside a
 // question's time.
 //
-// A model of Options.Probes is probed actively: its breaker "model/<id>"
-// leaves its half-open probes to a prober goroutine (prober.go), which,
-// when the open time ends, takes the probe permit (with a Store, under
-// the cluster-wide lease), sends Probe.Send under Probe.Timeout at most
-// once per Probe.Interval, and reports the outcome as the probe's; the
-// questions skip the model while it is half-open (breaker_open). Each
-// probe is an EventProbe; Status lists the probers; Close stops them. A
-// tier's breaker "tier/<name>" is not probed: its probes are questions.
+// A model of Options.Probes is probed actively (see Probe): questions
+// skip it while half-open and a prober tests its recovery; a tier's
+// breaker "tier/<name>" is not probed: its probes are questions.
 //
 // # Classification
 //
@@ -74,15 +66,10 @@
 //
 // # Cluster
 //
-// With Options.Cluster, a cooldown that starts (or grows) is announced
-// with its absolute until-time and EndCooldown announces its end;
-// ApplyCooldown takes the others' without announcing them again, so every
-// instance skips the model until the same instant. ReloadCluster reloads
-// here, asks the others to reload and waits, up to its context's end,
-// until every live instance reports that reload (ClusterReload.Complete);
-// ReloadFromCluster runs a reload asked elsewhere and ClusterStatus lists
-// the instances' versions and digests. Nothing on a question's path
-// waits on the cluster.
+// With Options.Cluster, cooldowns (with their absolute until-time, so they
+// end everywhere at once) and knowledge-base reloads are shared with the
+// other instances (see Cluster, ReloadCluster); nothing on a question's
+// path waits on the cluster.
 //
 // # Tracing
 //
@@ -92,11 +79,8 @@
 // context; a model client sends its span upstream as traceparent.
 //
 // A caller that joined a flight returns its own ctx.Err() if its context
-// ends first. If the leader's caller went away, the callers still waiting
-// join the question again, one of them leading; one whose budget ends
-// while it waits runs the question alone with what is left. A panic in
-// the pipeline's code is returned as an error with its stack; a tier's is
-// a failure of that tier.
+// ends first (see flightGroup). A panic in the pipeline's code is returned
+// as an error with its stack; a tier's is a failure of that tier.
 //
 // # Streaming
 //
@@ -109,9 +93,8 @@
 // partial text and the note, or, with ContinueOnBreak, the next model
 // tier continues it (never after a content-filter stop).
 // The breakers hear a stream's outcome when it ends; interrupted and
-// continued answers are not cached. A stream's run goes on a goroutine of
-// its own, each caller reading its events from the first; a caller that
-// leaves leaves the others theirs, and the last one cancels the run.
+// continued answers are not cached. Identical streams share one run
+// (streamFlight): a caller that leaves leaves the others theirs.
 //
 // # Measuring
 //
@@ -119,6 +102,6 @@
 //	go test -run '^$' -bench 'Upstream/paired$' -benchtime 10000x -count 8 ./pipeline/
 //	go test -run '^$' -bench StreamChunks -benchmem -benchtime 2000x -count 8 ./pipeline/
 //
-// (a question through every guard; an llm tier beside a bare go-openai
-// call; a streamed answer). The figures are in docs/performance.md.
+// (every guard; an llm tier beside a bare go-openai call; a streamed
+// answer). The figures are in docs/performance.md.
 package pipeline

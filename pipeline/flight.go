@@ -74,7 +74,10 @@ func (p *Pipeline) wait(ctx context.Context, done <-chan struct{}, start time.Ti
 // for golang.org/x/sync/singleflight, whose Do cannot be left by a caller
 // whose context ends, and whose DoChan puts every run on a goroutine of
 // its own: that cost a cache hit through the API 6 allocations and half
-// as much time again (BenchmarkAskCacheHit in package api).
+// as much time again (BenchmarkAskCacheHit in package api). If the
+// leader's caller went away, the callers still waiting join the question
+// again, one of them leading; one whose budget ends while it waits runs
+// the question alone with what is left.
 type flightGroup struct {
 	mu sync.Mutex
 	m  map[string]*flight

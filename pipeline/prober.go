@@ -46,7 +46,11 @@ type ProbeStatus struct {
 }
 
 // prober probes one model's breaker while it is half-open. One goroutine
-// runs it, from New to Close.
+// runs it, from New to Close: when the open time ends it takes the probe
+// permit (with a Store, under the cluster-wide lease), sends Probe.Send
+// under Probe.Timeout at most once per Probe.Interval and reports the
+// outcome as the probe's. Each probe is an EventProbe; Status lists the
+// probers.
 type prober struct {
 	p    *Pipeline
 	cfg  Probe // defaults filled in
