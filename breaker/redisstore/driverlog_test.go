@@ -8,10 +8,11 @@ import (
 	"time"
 
 	"github.com/ragfuse/ragfuse/breaker/redisstore"
+	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
 )
 
 func TestDriverLogsAtDebug(t *testing.T) {
-	rec := &logRec{}
+	rec := &redistest.Log{}
 	redisstore.SetDriverLogger(slog.New(rec))
 	defer redisstore.SetDriverLogger(slog.Default())
 
@@ -30,8 +31,8 @@ func TestDriverLogsAtDebug(t *testing.T) {
 	if st.Healthy() {
 		t.Fatal("healthy without a server")
 	}
-	out := rec.all()
-	if rec.count(slog.LevelDebug) == 0 || !strings.Contains(out, "redis driver: ") || rec.count(slog.LevelWarn) != 0 {
+	out := rec.All()
+	if rec.Level(slog.LevelDebug) == 0 || !strings.Contains(out, "redis driver: ") || rec.Level(slog.LevelWarn) != 0 {
 		t.Fatalf("driver logs:\n%s", out)
 	}
 }

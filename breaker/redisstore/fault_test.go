@@ -73,8 +73,8 @@ func TestRedisKilledAndRestarted(t *testing.T) {
 		t.Fatalf("open until %v, want %v", got, want)
 	}
 	for _, n := range []*node{a, b} {
-		if w, i := n.log.count(slog.LevelWarn), n.log.count(slog.LevelInfo); w != 1 || i != 1 {
-			t.Fatalf("logs: %d warnings, %d infos, want 1 each:\n%s", w, i, n.log.all())
+		if w, i := n.log.Level(slog.LevelWarn), n.log.Level(slog.LevelInfo); w != 1 || i != 1 {
+			t.Fatalf("logs: %d warnings, %d infos, want 1 each:\n%s", w, i, n.log.All())
 		}
 	}
 

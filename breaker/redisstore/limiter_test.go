@@ -50,7 +50,7 @@ func TestLimiterRefills(t *testing.T) {
 	allowed := 0
 	for range 100 {
 		if ok, err := l.Allow(ctx, "fast", 1e6, 1); err != nil {
-			t.Fatalf("%v; logs:\n%s", err, ns[0].log.all())
+			t.Fatalf("%v; logs:\n%s", err, ns[0].log.All())
 		} else if ok {
 			allowed++
 		}
@@ -75,8 +75,8 @@ func TestLimiterCallerCancelKeepsHealthy(t *testing.T) {
 	if _, err := l.Allow(expired, "k", 1, 1); err == nil {
 		t.Fatal("no error for an expired context")
 	}
-	if !ns[0].st.Healthy() || ns[0].log.count(slog.LevelWarn) != 0 {
-		t.Fatalf("a caller's cancellation marked Redis unreachable; logs:\n%s", ns[0].log.all())
+	if !ns[0].st.Healthy() || ns[0].log.Level(slog.LevelWarn) != 0 {
+		t.Fatalf("a caller's cancellation marked Redis unreachable; logs:\n%s", ns[0].log.All())
 	}
 }
 

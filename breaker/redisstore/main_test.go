@@ -1,10 +1,7 @@
 package redisstore_test
 
 import (
-	"context"
 	"log/slog"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,13 +32,13 @@ type node struct {
 	st  *redisstore.Store
 	clk *clock.Manual
 	reg *breaker.Registry
-	log *logRec
+	log *redistest.Log
 }
 
 // newNode starts an instance on url under prefix.
 func newNode(t *testing.T, url, prefix string, bc breaker.Config) *node {
 	t.Helper()
-	n := &node{clk: clock.NewManual(t0), log: &logRec{}}
+	n := &node{clk: clock.NewManual(t0), log: &redistest.Log{}}
 	st, err := redisstore.New(redisstore.Config{
 		URL: url, Prefix: prefix, Clock: n.clk, Logger: slog.New(n.log),
 		OpTimeout: testOpTimeout,
@@ -97,47 +94,4 @@ func call(t *testing.T, b *breaker.Breaker, o breaker.Outcome) {
 		t.Fatalf("%s: %v", b.Name(), err)
 	}
 	p.Done(o)
-}
-
-// logRec is a slog.Handler that keeps the records it gets.
-type logRec struct {
-	mu   sync.Mutex
-	recs []string // "LEVEL message attrs"
-}
-
-func (h *logRec) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *logRec) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, b.String())
-	return nil
-}
-
-func (h *logRec) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logRec) WithGroup(string) slog.Handler      { return h }
-
-// count returns how many records start with level.
-func (h *logRec) count(level slog.Level) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, r := range h.recs {
-		if strings.HasPrefix(r, level.String()+" ") {
-			n++
-		}
-	}
-	return n
-}
-
-func (h *logRec) all() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return strings.Join(h.recs, "\n")
 }

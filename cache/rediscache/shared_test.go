@@ -5,7 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -25,14 +24,14 @@ var emb = cache.NewHashEmbedder(cache.DefaultHashDim)
 type node struct {
 	s   *rediscache.Shared
 	c   *cache.Cache
-	log *logRec
+	log *redistest.Log
 }
 
 // newNode starts an instance on url under prefix; cfg's URL, Prefix,
 // OpTimeout and Logger are set here.
 func newNode(t testing.TB, url, prefix string, cfg rediscache.Config) *node {
 	t.Helper()
-	n := &node{log: &logRec{}}
+	n := &node{log: &redistest.Log{}}
 	cfg.URL, cfg.Prefix, cfg.Logger = url, prefix, slog.New(n.log)
 	if cfg.OpTimeout == 0 {
 		cfg.OpTimeout = testOpTimeout
@@ -214,8 +213,8 @@ func TestRestartedInstanceLoadsLiveEntries(t *testing.T) {
 			t.Fatalf("B serves %q for %q", got, q)
 		}
 	}
-	if !strings.Contains(b.log.all(), "INFO shared cache: loaded live entries prefix="+prefix+" entries=3") {
-		t.Fatalf("B's log:\n%s", b.log.all())
+	if !strings.Contains(b.log.All(), "INFO shared cache: loaded live entries prefix="+prefix+" entries=3") {
+		t.Fatalf("B's log:\n%s", b.log.All())
 	}
 }
 
@@ -273,55 +272,12 @@ func TestQueueBoundDropsOldest(t *testing.T) {
 	}
 	// A logged the outage once and its end once; B, whose reads go-redis
 	// may have retried across the short outage, at most that.
-	if w, i := a.log.count("WARN"), a.log.count("INFO shared cache: redis reachable"); w != 1 || i != 1 {
-		t.Fatalf("A's log: %d warnings, %d recoveries, want 1 each:\n%s", w, i, a.log.all())
+	if w, i := a.log.Count("WARN"), a.log.Count("INFO shared cache: redis reachable"); w != 1 || i != 1 {
+		t.Fatalf("A's log: %d warnings, %d recoveries, want 1 each:\n%s", w, i, a.log.All())
 	}
-	if w, i := b.log.count("WARN"), b.log.count("INFO shared cache: redis reachable"); w > 1 || i != w {
-		t.Fatalf("B's log: %d warnings, %d recoveries:\n%s", w, i, b.log.all())
+	if w, i := b.log.Count("WARN"), b.log.Count("INFO shared cache: redis reachable"); w > 1 || i != w {
+		t.Fatalf("B's log: %d warnings, %d recoveries:\n%s", w, i, b.log.All())
 	}
-}
-
-// logRec is a slog.Handler that keeps the records it gets.
-type logRec struct {
-	mu   sync.Mutex
-	recs []string // "LEVEL message attrs"
-}
-
-func (h *logRec) Enabled(context.Context, slog.Level) bool { return true }
-
-func (h *logRec) Handle(_ context.Context, r slog.Record) error {
-	var b strings.Builder
-	b.WriteString(r.Level.String() + " " + r.Message)
-	r.Attrs(func(a slog.Attr) bool {
-		b.WriteString(" " + a.String())
-		return true
-	})
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.recs = append(h.recs, b.String())
-	return nil
-}
-
-func (h *logRec) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logRec) WithGroup(string) slog.Handler      { return h }
-
-// count returns how many records start with prefix.
-func (h *logRec) count(prefix string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	n := 0
-	for _, r := range h.recs {
-		if strings.HasPrefix(r, prefix) {
-			n++
-		}
-	}
-	return n
-}
-
-func (h *logRec) all() string {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return strings.Join(h.recs, "\n")
 }
 
 // TestOlderEntrySeenNotStored: an entry of another instance that is older

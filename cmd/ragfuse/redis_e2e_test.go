@@ -161,27 +161,7 @@ func (st status) breaker(name string) string {
 // the other, a 429 through one cools the model down on the other, and a
 // reload through one reloads both.
 func TestServeSharesBreakersThroughRedis(t *testing.T) {
-	redistest.Client(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ragfuse")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	srv := llmtest.NewServer(llmtest.Config{})
-	defer srv.Close()
-	kb, err := filepath.Abs("../../testdata/kb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "ragfuse.yaml")
-	yaml := strings.NewReplacer("UPSTREAM", srv.URL, "REDIS", redistest.URL(),
-		"PREFIX", redistest.Prefix(t), "KB", kb).Replace(e2eConfig)
-	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin, config, srv := buildE2E(t, e2eConfig)
 	a, b := startServe(t, bin, config), startServe(t, bin, config)
 	for _, p := range []*serveProc{a, b} {
 		if st := p.status(t); st.Store.Kind != "redis" || !st.Store.Healthy || st.breaker("model/big") != "closed" {
@@ -259,4 +239,33 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// buildE2E builds the ragfuse binary and writes a config from tmpl (its
+// UPSTREAM, REDIS, PREFIX and KB replaced) for a fresh llmtest upstream
+// and the test's Redis prefix; it returns the binary, the config's path
+// and the upstream.
+func buildE2E(t *testing.T, tmpl string) (string, string, *llmtest.Server) {
+	t.Helper()
+	redistest.Client(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "ragfuse")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	srv := llmtest.NewServer(llmtest.Config{})
+	t.Cleanup(srv.Close)
+	kb, err := filepath.Abs("../../testdata/kb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	config := filepath.Join(dir, "ragfuse.yaml")
+	yaml := strings.NewReplacer("UPSTREAM", srv.URL, "REDIS", redistest.URL(),
+		"PREFIX", redistest.Prefix(t), "KB", kb).Replace(tmpl)
+	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return bin, config, srv
 }

@@ -1,18 +1,11 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/ragfuse/ragfuse/breaker/redisstore/redistest"
-	"github.com/ragfuse/ragfuse/tiers/llmtest"
 )
 
 // e2eCacheConfig is a cache -> primary -> static chain sharing its cache
@@ -77,26 +70,7 @@ func waitProc(t *testing.T, d time.Duration, what string, cond func() bool) {
 // on one Redis: an answer stored through A is a cache hit on B and C, and
 // a process started afterwards serves it before any model call.
 func TestServeSharesTheCacheThroughRedis(t *testing.T) {
-	redistest.Client(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "ragfuse")
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	srv := llmtest.NewServer(llmtest.Config{})
-	defer srv.Close()
-	kb, err := filepath.Abs("../../testdata/kb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	config := filepath.Join(dir, "ragfuse.yaml")
-	yaml := strings.NewReplacer("UPSTREAM", srv.URL, "REDIS", redistest.URL(),
-		"PREFIX", redistest.Prefix(t), "KB", kb).Replace(e2eCacheConfig)
-	if err := os.WriteFile(config, []byte(yaml), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	bin, config, srv := buildE2E(t, e2eCacheConfig)
 	procs := []*serveProc{startServe(t, bin, config), startServe(t, bin, config), startServe(t, bin, config)}
 	for _, p := range procs {
 		waitProc(t, 5*time.Second, "the first load", func() bool { sh := p.sharedCache(t); return sh.Loads > 0 && !sh.Loading })

@@ -8,5 +8,6 @@
 // The database is flushed once per test run (the first test process to
 // ask flushes it and leaves a marker for FlushMarkerTTL, so that packages
 // tested in parallel do not flush each other's keys); each test then works
-// under its own key prefix (Prefix).
+// under its own key prefix (Prefix). Log keeps what a store logs, for
+// tests of its outage lines.
 package redistest
