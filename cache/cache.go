@@ -187,22 +187,35 @@ func (c *Cache) Put(tenant, question string, vec []float32, e Entry) error {
 	now := c.cfg.Clock.Now()
 	e.Created = now
 	e.Expires = now.Add(c.ttl())
+	e, err := c.store(tenant, question, key, vec, e, now, false)
+	if err == nil && c.cfg.Replica != nil {
+		c.cfg.Replica.Stored(tenant, vec, e)
+	}
+	return err
+}
+
+// store fills in e's question, copies its documents and stores it in
+// tenant's partition, made if need be, at now: replacing the entry under
+// key, or with newer only when e was created after it (ErrNotNewer). It
+// returns the entry as stored. A tenant dropped since it was found takes
+// no entries: store retries on the one that replaces it.
+func (c *Cache) store(tenant, question, key string, vec []float32, e Entry, now time.Time, newer bool) (Entry, error) {
 	e.Stale, e.Similarity = false, 0
 	if e.Question == "" {
 		e.Question = question
 	}
 	e.Docs = append([]DocRef(nil), e.Docs...)
 	for {
-		// A tenant dropped since it was found takes no entries: retry on
-		// the one that replaces it.
-		err := c.create(tenant, now).put(question, key, vec, e, now)
-		if errors.Is(err, errTenantGone) {
-			continue
+		t := c.create(tenant, now)
+		var err error
+		if newer {
+			err = t.putNewer(question, key, vec, e, now)
+		} else {
+			err = t.put(question, key, vec, e, now)
 		}
-		if err == nil && c.cfg.Replica != nil {
-			c.cfg.Replica.Stored(tenant, vec, e)
+		if !errors.Is(err, errTenantGone) {
+			return e, err
 		}
-		return err
 	}
 }
 

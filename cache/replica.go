@@ -66,15 +66,6 @@ func (c *Cache) Restore(tenant, question string, vec []float32, e Entry) error {
 	if !now.Before(e.Expires.Add(c.cfg.Grace)) {
 		return ErrExpired
 	}
-	e.Stale, e.Similarity = false, 0
-	if e.Question == "" {
-		e.Question = question
-	}
-	e.Docs = append([]DocRef(nil), e.Docs...)
-	for {
-		err := c.create(tenant, now).putNewer(question, key, vec, e, now)
-		if !errors.Is(err, errTenantGone) {
-			return err
-		}
-	}
+	_, err := c.store(tenant, question, key, vec, e, now, true)
+	return err
 }

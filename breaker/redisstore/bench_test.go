@@ -69,17 +69,7 @@ func benchStore(b *testing.B, st breaker.Store, parallel bool) {
 // takes to reach a breaker on another instance through Redis pub/sub: one
 // op is a trip and a reset, each waited for on the other side.
 func BenchmarkPropagation(b *testing.B) {
-	redistest.Client(b)
-	prefix := redistest.Prefix(b)
-	var stores []*redisstore.Store
-	for range 2 {
-		st, err := redisstore.New(redisstore.Config{URL: redistest.URL(), Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		stores = append(stores, st)
-	}
+	stores := benchStores(b, 2)
 	from := breaker.New("m", breaker.Config{Store: stores[0]})
 	to := breaker.New("m", breaker.Config{Store: stores[1]})
 	wait := func(s breaker.State) {
@@ -103,17 +93,7 @@ func BenchmarkPropagation(b *testing.B) {
 // instance takes to reach another through Redis pub/sub: one op is a
 // cooldown and its end, each waited for on the other side.
 func BenchmarkCooldownPropagation(b *testing.B) {
-	redistest.Client(b)
-	prefix := redistest.Prefix(b)
-	var stores []*redisstore.Store
-	for range 2 {
-		st, err := redisstore.New(redisstore.Config{URL: redistest.URL(), Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer st.Close()
-		stores = append(stores, st)
-	}
+	stores := benchStores(b, 2)
 	var seen atomic.Int64 // the until (unix ns) last heard, 0: ended
 	stores[1].OnCooldown(func(_ string, until time.Time) {
 		if until.IsZero() {
@@ -139,4 +119,22 @@ func BenchmarkCooldownPropagation(b *testing.B) {
 		stores[0].ShareCooldown("m", time.Time{})
 		wait(0)
 	}
+}
+
+// benchStores returns n stores of one cluster on the test Redis, under the
+// benchmark's prefix, closed when it ends.
+func benchStores(b *testing.B, n int) []*redisstore.Store {
+	b.Helper()
+	redistest.Client(b)
+	prefix := redistest.Prefix(b)
+	stores := make([]*redisstore.Store, n)
+	for i := range stores {
+		st, err := redisstore.New(redisstore.Config{URL: redistest.URL(), Prefix: prefix, Logger: slog.New(slog.DiscardHandler)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = st.Close() })
+		stores[i] = st
+	}
+	return stores
 }
